@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::float16_t: an IEEE 754 binary16 value stored in 16 bits, the element
+// type of eHalf tensors (C++17 has no standard half type).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+
+namespace kp {
+
+struct float16_t
+{
+    uint16_t bits = 0;
+
+    constexpr float16_t() = default;
+    /** Rounds to nearest even; overflow gives infinity, NaN stays NaN. */
+    float16_t(float value) : bits(fromFloat(value)) {}
+    operator float() const { return toFloat(bits); }
+
+    static constexpr float16_t fromBits(uint16_t raw)
+    {
+        float16_t h;
+        h.bits = raw;
+        return h;
+    }
+
+    static uint16_t fromFloat(float value)
+    {
+        uint32_t f;
+        std::memcpy(&f, &value, sizeof(f));
+        uint32_t sign = (f >> 16) & 0x8000u;
+        uint32_t exponent = (f >> 23) & 0xFFu;
+        uint32_t mantissa = f & 0x7FFFFFu;
+        if (exponent == 0xFFu) { // inf or NaN
+            return static_cast<uint16_t>(sign | 0x7C00u |
+                                         (mantissa ? 0x200u | (mantissa >> 13) : 0u));
+        }
+        int32_t e = static_cast<int32_t>(exponent) - 127 + 15;
+        if (e >= 0x1F) { // overflow
+            return static_cast<uint16_t>(sign | 0x7C00u);
+        }
+        if (e <= 0) { // subnormal or zero in half precision
+            if (e < -10) {
+                return static_cast<uint16_t>(sign);
+            }
+            mantissa |= 0x800000u;
+            uint32_t shift = static_cast<uint32_t>(14 - e);
+            uint32_t half = mantissa >> shift;
+            uint32_t rest = mantissa & ((1u << shift) - 1u);
+            uint32_t halfway = 1u << (shift - 1u);
+            if (rest > halfway || (rest == halfway && (half & 1u))) {
+                ++half;
+            }
+            return static_cast<uint16_t>(sign | half);
+        }
+        uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
+        uint32_t rest = mantissa & 0x1FFFu;
+        if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) {
+            ++half; // may carry into the exponent: still correct rounding
+        }
+        return static_cast<uint16_t>(half);
+    }
+
+    static float toFloat(uint16_t h)
+    {
+        uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+        uint32_t exponent = (h >> 10) & 0x1Fu;
+        uint32_t mantissa = h & 0x3FFu;
+        uint32_t f;
+        if (exponent == 0) {
+            if (mantissa == 0) {
+                f = sign;
+            } else { // subnormal: normalise
+                int32_t e = -1;
+                do {
+                    ++e;
+                    mantissa <<= 1;
+                } while ((mantissa & 0x400u) == 0);
+                f = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
+                    ((mantissa & 0x3FFu) << 13);
+            }
+        } else if (exponent == 0x1F) {
+            f = sign | 0x7F800000u | (mantissa << 13);
+        } else {
+            f = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+        }
+        float value;
+        std::memcpy(&value, &f, sizeof(value));
+        return value;
+    }
+};
+
+static_assert(sizeof(float16_t) == 2, "float16_t must be 16 bits");
+
+inline bool
+operator==(float16_t a, float16_t b)
+{
+    return static_cast<float>(a) == static_cast<float>(b);
+}
+inline bool
+operator!=(float16_t a, float16_t b)
+{
+    return !(a == b);
+}
+inline std::ostream&
+operator<<(std::ostream& out, float16_t value)
+{
+    return out << static_cast<float>(value);
+}
+
+} // namespace kp

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::Manager: owns the Vulkan instance and device, the queues and the
+// memory allocator, and creates every other object.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kompute/Core.hpp"
+#include "kompute/Memory.hpp"
+#include "kompute/Tensor.hpp"
+
+namespace kp {
+
+class Sequence;
+class Algorithm;
+
+/** Memory use of one Vulkan memory type (ours, see Manager::memoryStats). */
+struct MemoryTypeStats
+{
+    uint32_t memoryTypeIndex = 0;
+    uint32_t heapIndex = 0;
+    vk::MemoryPropertyFlags propertyFlags;
+    /** Bytes held in VkDeviceMemory objects of this type. */
+    uint64_t allocatedBytes = 0;
+    /** Bytes handed out to tensors and images (including alignment). */
+    uint64_t usedBytes = 0;
+    /** Highest usedBytes seen. */
+    uint64_t peakUsedBytes = 0;
+    /** Number of live VkDeviceMemory objects of this type. */
+    uint32_t deviceMemoryCount = 0;
+    /** Number of live sub-allocations and dedicated allocations. */
+    uint64_t allocationCount = 0;
+};
+
+/** Memory statistics of a Manager, one entry per memory type. */
+struct MemoryStats
+{
+    std::vector<MemoryTypeStats> memoryTypes;
+
+    uint64_t allocatedBytes() const;
+    uint64_t usedBytes() const;
+    uint32_t deviceMemoryCount() const;
+};
+
+namespace internal {
+class Device;
+}
+
+class Manager
+{
+  public:
+    /** Device 0, one queue of the first queue family with compute. */
+    Manager();
+    /**
+     * Creates an instance and a device on the physical device at
+     * `physicalDeviceIndex`. One queue is created per entry of
+     * `familyQueueIndices` (repeat a family to get several of its queues;
+     * empty means one queue of the first compute family). Each family must
+     * support compute and have enough queues. Extensions the device lacks
+     * are skipped with a warning.
+     */
+    Manager(uint32_t physicalDeviceIndex,
+            const std::vector<uint32_t>& familyQueueIndices = {},
+            const std::vector<std::string>& desiredExtensions = {});
+    /**
+     * Bring your own Vulkan: uses the given instance and device, creates
+     * one queue handle of the first compute family of the device (which must
+     * have been created with a queue of that family), and never destroys
+     * what it was given.
+     */
+    Manager(std::shared_ptr<vk::Instance> instance,
+            std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+            std::shared_ptr<vk::Device> device);
+    /** BYOV with explicit queues (ours): queue k is queue number j of
+     * family familyQueueIndices[k], where j counts earlier repeats. */
+    Manager(std::shared_ptr<vk::Instance> instance,
+            std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+            std::shared_ptr<vk::Device> device,
+            const std::vector<uint32_t>& familyQueueIndices);
+
+    Manager(const Manager&) = delete;
+    Manager(Manager&&) = delete;
+    Manager& operator=(const Manager&) = delete;
+    Manager& operator=(Manager&&) = delete;
+    ~Manager();
+
+    /** A sequence on queue `queueIndex` (position in familyQueueIndices).
+     * With totalTimestamps > 0 it records a timestamp at its start and
+     * after each of up to totalTimestamps operations. */
+    std::shared_ptr<Sequence> sequence(uint32_t queueIndex = 0,
+                                       uint32_t totalTimestamps = 0);
+
+    template<typename T>
+    std::shared_ptr<TensorT<T>> tensorT(
+      const std::vector<T>& data,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return track(std::make_shared<TensorT<T>>(device(), data, memoryType));
+    }
+
+    /** A tensor of `size` elements with undefined contents. */
+    template<typename T>
+    std::shared_ptr<TensorT<T>> tensorT(
+      size_t size,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return track(std::make_shared<TensorT<T>>(device(), size, memoryType));
+    }
+
+    std::shared_ptr<TensorT<float>> tensor(
+      const std::vector<float>& data,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    /** Raw form: `elementTotalCount` elements of `elementMemorySize` bytes
+     * copied from `data` (which may be null). */
+    std::shared_ptr<Tensor> tensor(
+      void* data,
+      uint32_t elementTotalCount,
+      uint32_t elementMemorySize,
+      const Memory::DataTypes& dataType,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    std::shared_ptr<Tensor> tensor(
+      uint32_t elementTotalCount,
+      uint32_t elementMemorySize,
+      const Memory::DataTypes& dataType,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    /**
+     * Destroys every object this manager made that is still alive (their
+     * handles stay valid but inert: any use throws kp::DestroyedError), then
+     * the device and instance if the manager created them. Waits for the
+     * device first. Calling it twice is harmless.
+     */
+    void destroy();
+    /** Kept for upstream code: expired objects are pruned automatically. */
+    void clear();
+
+    vk::PhysicalDeviceProperties getDeviceProperties() const;
+    std::vector<vk::PhysicalDevice> listDevices() const;
+    std::shared_ptr<vk::Instance> getVkInstance() const;
+
+    // --- ours ---
+    std::shared_ptr<vk::Device> getVkDevice() const;
+    std::shared_ptr<vk::PhysicalDevice> getVkPhysicalDevice() const;
+    /** Number of queues this manager uses (sequence(i) takes i below it). */
+    uint32_t queueCount() const;
+    /** Family index of queue `queueIndex`. */
+    uint32_t queueFamilyIndex(uint32_t queueIndex) const;
+    /** Bytes allocated, used and peak per memory type. */
+    MemoryStats memoryStats() const;
+    /** True when eDevice tensors have a staging copy for their host view. */
+    bool usesStagingForDeviceMemory() const;
+
+  private:
+    /** The device context; throws kp::DestroyedError after destroy(). */
+    std::shared_ptr<internal::Device> device() const;
+    template<typename T>
+    std::shared_ptr<T> track(std::shared_ptr<T> memory)
+    {
+        trackMemory(memory);
+        return memory;
+    }
+    void trackMemory(const std::shared_ptr<Memory>& memory);
+
+    std::shared_ptr<internal::Device> mDevice;
+    std::shared_ptr<vk::Instance> mInstance;
+    std::shared_ptr<vk::PhysicalDevice> mPhysicalDevice;
+    std::shared_ptr<vk::Device> mVkDevice;
+};
+
+} // namespace kp

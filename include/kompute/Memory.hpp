@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::Memory: the common base of Tensor (a buffer) and Image. It owns the
+// device allocation and the host view (`data()`, `vector()`, `setData()`).
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kompute/Core.hpp"
+#include "kompute/Errors.hpp"
+#include "kompute/Half.hpp"
+
+namespace kp {
+
+namespace internal {
+class Device;
+struct Allocation;
+}
+
+class Memory
+{
+  public:
+    /** Where the memory lives and how the host reaches it (API.md 2.1). */
+    enum class MemoryTypes
+    {
+        eDevice = 0,        ///< device-local; host view through staging
+        eHost = 1,          ///< host-visible, coherent; no sync ops needed
+        eStorage = 2,       ///< device-local, no host view at all
+        eDeviceAndHost = 3, ///< device-local and host-visible (UMA, BAR)
+    };
+
+    /** Element type. Values 0-9 are upstream's; 10-12 are ours. */
+    enum class DataTypes
+    {
+        eBool = 0,
+        eInt = 1,
+        eUnsignedInt = 2,
+        eFloat = 3,
+        eDouble = 4,
+        eCustom = 5,
+        eShort = 6,
+        eUnsignedShort = 7,
+        eChar = 8,
+        eUnsignedChar = 9,
+        eLong = 10,         ///< int64_t (ours)
+        eUnsignedLong = 11, ///< uint64_t (ours)
+        eHalf = 12,         ///< kp::float16_t (ours)
+    };
+
+    /** Runtime discriminator returned by type(). */
+    enum class Type
+    {
+        eTensor = 0,
+        eImage = 1,
+    };
+
+    static std::string toString(MemoryTypes memoryType);
+    static std::string toString(DataTypes dataType);
+
+    /** Bytes per element of a data type (0 for eCustom: caller-given). */
+    static uint32_t dataTypeMemorySize(DataTypes dataType);
+
+    /** Compile-time mapping from a C++ element type to its DataTypes. */
+    template<typename T>
+    static constexpr DataTypes dataType()
+    {
+        static_assert(sizeof(T) == 0,
+                      "No Kompute data type for this C++ type: use bool, "
+                      "int8/16/32/64_t, uint8/16/32/64_t, float, double or "
+                      "kp::float16_t, or a raw eCustom tensor");
+        return DataTypes::eCustom;
+    }
+
+    Memory(const Memory&) = delete;
+    Memory(Memory&&) = delete;
+    Memory& operator=(const Memory&) = delete;
+    Memory& operator=(Memory&&) = delete;
+    virtual ~Memory();
+
+    /** Frees the device memory. Waits for in-flight work of the device if
+     * there is any. Afterwards every use throws kp::DestroyedError. */
+    virtual void destroy() = 0;
+    virtual bool isInit() const = 0;
+    virtual Type type() = 0;
+
+    MemoryTypes memoryType() const { return mMemoryType; }
+    DataTypes dataType() const { return mDataType; }
+
+    /** Number of elements (width x height x channels for images). */
+    uint32_t size() const { return mSize; }
+    /** Bytes per element. */
+    uint32_t dataTypeMemorySize() const { return mDataTypeMemorySize; }
+    /** size() x dataTypeMemorySize(). */
+    uint32_t memorySize() const { return mSize * mDataTypeMemorySize; }
+    uint32_t getX() const { return mX; }
+    uint32_t getY() const { return mY; }
+
+    /** True when the host view is the device memory itself (eHost,
+     * eDeviceAndHost, and eDevice on unified-memory devices): no staging
+     * copy is made and OpSyncDevice/OpSyncLocal only add barriers (ours). */
+    bool isHostViewDirect() const { return mHostViewIsPrimary; }
+
+    // --- Host view --------------------------------------------------------
+
+    /** Pointer to the host view (mapped memory; staging memory for eDevice
+     * on discrete GPUs). nullptr for eStorage, which has no host view. */
+    void* rawData();
+
+    /** Copies `bytes` bytes into the host view; throws if the size is not
+     * memorySize(). Does not touch the device copy of an eDevice object:
+     * record OpSyncDevice for that. */
+    void setData(const void* data, size_t bytes);
+
+    template<typename T>
+    void setData(const std::vector<T>& data)
+    {
+        if constexpr (std::is_same_v<T, bool>) {
+            std::vector<uint8_t> bytes(data.begin(), data.end());
+            setData(bytes.data(), bytes.size());
+        } else {
+            setData(data.data(), data.size() * sizeof(T));
+        }
+    }
+
+    /** Typed pointer into the host view (no copy). */
+    template<typename T>
+    T* data()
+    {
+        return static_cast<T*>(rawData());
+    }
+
+    /** Copy of the host view, as memorySize() / sizeof(T) elements. */
+    template<typename T>
+    std::vector<T> vector()
+    {
+        const T* begin = static_cast<const T*>(hostViewOrThrow("vector()"));
+        return std::vector<T>(begin, begin + memorySize() / sizeof(T));
+    }
+
+    // --- Recording (used by the operations; public for custom ops) -------
+
+    /** Copies the host view's staging memory into device memory. Records
+     * nothing when the host view is the device memory itself. */
+    virtual void recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd) = 0;
+    /** Copies device memory into the staging memory behind the host view. */
+    virtual void recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd) = 0;
+    virtual void recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
+                                            vk::AccessFlags srcAccessMask,
+                                            vk::AccessFlags dstAccessMask,
+                                            vk::PipelineStageFlags srcStageMask,
+                                            vk::PipelineStageFlags dstStageMask) = 0;
+    virtual void recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
+                                            vk::AccessFlags srcAccessMask,
+                                            vk::AccessFlags dstAccessMask,
+                                            vk::PipelineStageFlags srcStageMask,
+                                            vk::PipelineStageFlags dstStageMask) = 0;
+
+    /** Records a device copy from `source` into this object; both must hold
+     * the same data type and element count. */
+    void recordCopyFrom(const vk::CommandBuffer& cmd,
+                        std::shared_ptr<Memory> source);
+
+    virtual vk::WriteDescriptorSet constructDescriptorSet(
+      vk::DescriptorSet descriptorSet,
+      uint32_t binding) = 0;
+    virtual vk::DescriptorType getDescriptorType() = 0;
+
+    /** Throws kp::DestroyedError naming `action` if the object is gone. */
+    void checkInit(const char* action) const;
+
+  protected:
+    Memory(std::shared_ptr<internal::Device> device,
+           DataTypes dataType,
+           uint32_t elementCount,
+           uint32_t elementByteSize,
+           MemoryTypes memoryType,
+           uint32_t x,
+           uint32_t y);
+
+    /** Subclasses copy `data` (if any) once their memory exists. */
+    void initialiseHostView(const void* data);
+    void* hostViewOrThrow(const char* action);
+    /** Subclasses' copy from another object of the same kind. */
+    virtual void recordCopyFromSameSize(const vk::CommandBuffer& cmd,
+                                        Memory& source) = 0;
+    /** Name used in messages: "Tensor" or "Image". */
+    virtual const char* kindName() const = 0;
+
+    std::shared_ptr<internal::Device> mDevice;
+    DataTypes mDataType;
+    MemoryTypes mMemoryType;
+    uint32_t mSize;
+    uint32_t mDataTypeMemorySize;
+    uint32_t mX;
+    uint32_t mY;
+    // Mapped host view (primary or staging memory); null for eStorage.
+    void* mHostView = nullptr;
+    bool mHostViewIsPrimary = false;
+};
+
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<bool>()
+{
+    return DataTypes::eBool;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<int32_t>()
+{
+    return DataTypes::eInt;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<uint32_t>()
+{
+    return DataTypes::eUnsignedInt;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<float>()
+{
+    return DataTypes::eFloat;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<double>()
+{
+    return DataTypes::eDouble;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<int16_t>()
+{
+    return DataTypes::eShort;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<uint16_t>()
+{
+    return DataTypes::eUnsignedShort;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<int8_t>()
+{
+    return DataTypes::eChar;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<uint8_t>()
+{
+    return DataTypes::eUnsignedChar;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<int64_t>()
+{
+    return DataTypes::eLong;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<uint64_t>()
+{
+    return DataTypes::eUnsignedLong;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<float16_t>()
+{
+    return DataTypes::eHalf;
+}
+
+} // namespace kp

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::Sequence: records operations into one command buffer and submits
+// them as one batch on one queue.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "kompute/Core.hpp"
+#include "kompute/Memory.hpp"
+#include "kompute/operations/OpBase.hpp"
+
+namespace kp {
+
+class Algorithm;
+
+namespace internal {
+class Device;
+struct Queue;
+}
+
+/**
+ * A batch of operations on one queue.
+ *
+ * Recording after an evaluation starts a new batch: the command buffer and
+ * the list of operations restart, so eval() then runs only what was recorded
+ * since. eval() with nothing new re-submits the recorded batch as it is,
+ * without re-recording, allocating or creating anything.
+ *
+ * One sequence is used by one thread at a time; using it from two threads at
+ * once throws kp::Error.
+ */
+class Sequence : public std::enable_shared_from_this<Sequence>
+{
+  public:
+    /** Standalone sequence on a caller's device and queue (upstream's
+     * constructor). Prefer Manager::sequence. */
+    Sequence(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+             std::shared_ptr<vk::Device> device,
+             std::shared_ptr<vk::Queue> computeQueue,
+             uint32_t queueIndex,
+             uint32_t totalTimestamps = 0);
+    /** Used by the Manager: queue `queueIndex` of the device context. */
+    Sequence(std::shared_ptr<internal::Device> device,
+             uint32_t queueIndex,
+             uint32_t totalTimestamps);
+    Sequence(const Sequence&) = delete;
+    Sequence(Sequence&&) = delete;
+    Sequence& operator=(const Sequence&) = delete;
+    Sequence& operator=(Sequence&&) = delete;
+    /** Waits for in-flight work, then frees the Vulkan objects. */
+    ~Sequence();
+
+    /** Records `op` into the batch (starting a new batch after an
+     * evaluation). Throws while the sequence is running. */
+    std::shared_ptr<Sequence> record(std::shared_ptr<OpBase> op);
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> record(std::vector<std::shared_ptr<Memory>> memObjects,
+                                     TArgs&&... params)
+    {
+        return record(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
+    }
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> record(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
+    {
+        return record(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
+    }
+
+    /** Submits the batch and waits for it. */
+    std::shared_ptr<Sequence> eval();
+    /** Clears the batch, records `op` alone, submits and waits. */
+    std::shared_ptr<Sequence> eval(std::shared_ptr<OpBase> op);
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> eval(std::vector<std::shared_ptr<Memory>> memObjects,
+                                   TArgs&&... params)
+    {
+        return eval(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
+    }
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> eval(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
+    {
+        return eval(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
+    }
+
+    /** Submits the batch and returns at once; evalAwait() completes it.
+     * Throws if the previous submission has not been awaited. */
+    std::shared_ptr<Sequence> evalAsync();
+    std::shared_ptr<Sequence> evalAsync(std::shared_ptr<OpBase> op);
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> evalAsync(std::vector<std::shared_ptr<Memory>> memObjects,
+                                        TArgs&&... params)
+    {
+        return evalAsync(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
+    }
+
+    template<typename T, typename... TArgs>
+    std::shared_ptr<Sequence> evalAsync(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
+    {
+        return evalAsync(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
+    }
+
+    /**
+     * Waits up to `waitFor` nanoseconds for the submission, then runs the
+     * operations' postEval. On timeout the sequence stays running (call it
+     * again later). Returns at once when nothing is pending. Throws
+     * kp::VulkanError on device loss.
+     */
+    std::shared_ptr<Sequence> evalAwait(uint64_t waitFor = UINT64_MAX);
+
+    /** Drops the recorded operations and ends recording. */
+    void clear();
+    /** Starts a new batch (dropping the previous one). Throws while
+     * running; does nothing if already recording. */
+    void begin();
+    /** Ends recording; the batch can then be evaluated. */
+    void end();
+    bool isRecording() const;
+    bool isRunning() const;
+    bool isInit() const;
+    /** Records the batch's operations again into a fresh command buffer
+     * (after an algorithm was rebuilt, say). */
+    void rerecord();
+    /** Waits for in-flight work and frees the Vulkan objects. Idempotent;
+     * afterwards every use throws kp::DestroyedError. */
+    void destroy();
+
+    /** Raw timestamp ticks of the last completed evaluation: one at the
+     * start and one after each operation. Throws if timestamps were not
+     * requested or no evaluation has completed since the last record. */
+    std::vector<std::uint64_t> getTimestamps();
+    /** The same, converted to nanoseconds with the device's timestamp
+     * period (ours). */
+    std::vector<double> getTimestampsNs();
+
+    /** The command buffer (ours, to interoperate with host Vulkan code). */
+    vk::CommandBuffer getCommandBuffer() const { return mCommandBuffer; }
+
+  private:
+    class UseGuard;
+
+    void create();
+    void checkUsable(const char* action) const;
+    void beginBatch();
+    void endBatch();
+    void recordOp(const std::shared_ptr<OpBase>& op);
+    void submit();
+    void await(uint64_t waitFor);
+    void dropOps();
+
+    std::shared_ptr<internal::Device> mDevice;
+    internal::Queue* mQueue = nullptr;
+    uint32_t mQueueIndex = 0;
+    uint32_t mTotalTimestamps = 0;
+
+    vk::CommandPool mCommandPool;
+    vk::CommandBuffer mCommandBuffer;
+    vk::Fence mFence;
+    vk::QueryPool mTimestampPool;
+
+    std::vector<std::shared_ptr<OpBase>> mOps;
+    bool mRecording = false;
+    bool mHasBatch = false;
+    bool mRunning = false;
+    bool mTimestampsReady = false;
+    std::atomic<bool> mInUse{ false };
+};
+
+} // namespace kp

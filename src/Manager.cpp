@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kompute/Manager.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "internal/Check.hpp"
+#include "internal/Device.hpp"
+#include "kompute/Sequence.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using internal::check;
+using logger::format;
+
+namespace {
+
+// --- Instance -------------------------------------------------------------
+
+std::vector<std::string>
+requestedLayers()
+{
+    std::vector<std::string> layers;
+    const char* value = std::getenv("KOMPUTE_ENV_DEBUG_LAYERS");
+    if (value == nullptr) {
+        return layers;
+    }
+    std::string text(value);
+    std::replace(text.begin(), text.end(), ',', ' ');
+    std::istringstream words(text);
+    std::string layer;
+    while (words >> layer) {
+        layers.push_back(layer);
+    }
+    return layers;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL
+debugMessenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+               VkDebugUtilsMessageTypeFlagsEXT,
+               const VkDebugUtilsMessengerCallbackDataEXT* data,
+               void*)
+{
+    const char* message = data != nullptr && data->pMessage != nullptr ? data->pMessage : "";
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        KP_LOG_ERROR("[validation] {}", message);
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        KP_LOG_WARN("[validation] {}", message);
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT) {
+        KP_LOG_DEBUG("[validation] {}", message);
+    } else {
+        KP_LOG_TRACE("[validation] {}", message);
+    }
+    return VK_FALSE;
+}
+
+struct CreatedInstance
+{
+    vk::Instance instance;
+    vk::DebugUtilsMessengerEXT messenger;
+    uint32_t apiVersion = 0;
+};
+
+CreatedInstance
+createInstance()
+{
+    CreatedInstance created;
+    uint32_t loaderVersion = VK_API_VERSION_1_0;
+    auto enumerateVersion = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(
+      vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"));
+    if (enumerateVersion != nullptr) {
+        enumerateVersion(&loaderVersion);
+    }
+    if (loaderVersion < KOMPUTE_VK_API_VERSION) {
+        throw Error(format("The Vulkan loader supports Vulkan {}.{}, but Kompute needs {}.{}",
+                           VK_API_VERSION_MAJOR(loaderVersion),
+                           VK_API_VERSION_MINOR(loaderVersion),
+                           KOMPUTE_VK_API_MAJOR_VERSION,
+                           KOMPUTE_VK_API_MINOR_VERSION));
+    }
+    // Ask for the newest version both we and the loader know; devices that
+    // support less still work (their own version caps what we use).
+    created.apiVersion = std::min<uint32_t>(loaderVersion, VK_API_VERSION_1_3);
+
+    uint32_t extensionCount = 0;
+    check(vk::enumerateInstanceExtensionProperties(nullptr, &extensionCount, nullptr),
+          "Listing Vulkan instance extensions");
+    std::vector<vk::ExtensionProperties> available(extensionCount);
+    check(vk::enumerateInstanceExtensionProperties(nullptr, &extensionCount, available.data()),
+          "Listing Vulkan instance extensions");
+    auto hasExtension = [&](const char* name) {
+        return std::any_of(available.begin(), available.end(), [name](const auto& e) {
+            return std::strcmp(e.extensionName, name) == 0;
+        });
+    };
+    std::vector<const char*> extensions;
+    bool debugUtils = hasExtension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (debugUtils) {
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    vk::InstanceCreateFlags flags;
+    if (hasExtension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        // Lists portability drivers such as MoltenVK.
+        extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+        flags |= vk::InstanceCreateFlagBits::eEnumeratePortabilityKHR;
+    }
+
+    uint32_t layerCount = 0;
+    check(vk::enumerateInstanceLayerProperties(&layerCount, nullptr),
+          "Listing Vulkan instance layers");
+    std::vector<vk::LayerProperties> availableLayers(layerCount);
+    check(vk::enumerateInstanceLayerProperties(&layerCount, availableLayers.data()),
+          "Listing Vulkan instance layers");
+    std::vector<std::string> layerNames;
+    for (const auto& layer : requestedLayers()) {
+        bool found = std::any_of(availableLayers.begin(), availableLayers.end(), [&](const auto& l) {
+            return layer == l.layerName.data();
+        });
+        if (found) {
+            layerNames.push_back(layer);
+        } else {
+            KP_LOG_WARN("Layer {} named in KOMPUTE_ENV_DEBUG_LAYERS is not installed; "
+                        "continuing without it",
+                        layer);
+        }
+    }
+    std::vector<const char*> layers;
+    for (const auto& name : layerNames) {
+        layers.push_back(name.c_str());
+    }
+
+    vk::ApplicationInfo appInfo("kompute", 1, "kompute", 1, created.apiVersion);
+    vk::InstanceCreateInfo info(flags,
+                                &appInfo,
+                                static_cast<uint32_t>(layers.size()),
+                                layers.data(),
+                                static_cast<uint32_t>(extensions.size()),
+                                extensions.data());
+    check(vk::createInstance(&info, nullptr, &created.instance), "Creating the Vulkan instance");
+
+    if (debugUtils) {
+        auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          created.instance.getProcAddr("vkCreateDebugUtilsMessengerEXT"));
+        if (createMessenger != nullptr) {
+            VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
+            messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+            messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                                            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                            VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+            messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                        VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+            messengerInfo.pfnUserCallback = debugMessenger;
+            VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+            if (createMessenger(static_cast<VkInstance>(created.instance),
+                                &messengerInfo,
+                                nullptr,
+                                &messenger) == VK_SUCCESS) {
+                created.messenger = messenger;
+            }
+        }
+    }
+    return created;
+}
+
+// --- Device ---------------------------------------------------------------
+
+std::vector<vk::PhysicalDevice>
+physicalDevices(vk::Instance instance)
+{
+    uint32_t count = 0;
+    check(instance.enumeratePhysicalDevices(&count, nullptr), "Listing Vulkan devices");
+    std::vector<vk::PhysicalDevice> devices(count);
+    check(instance.enumeratePhysicalDevices(&count, devices.data()), "Listing Vulkan devices");
+    devices.resize(count);
+    return devices;
+}
+
+// The first family with compute, which the default Manager uses.
+uint32_t
+firstComputeFamily(vk::PhysicalDevice physicalDevice)
+{
+    auto families = physicalDevice.getQueueFamilyProperties();
+    for (uint32_t i = 0; i < families.size(); ++i) {
+        if (families[i].queueFlags & vk::QueueFlagBits::eCompute) {
+            return i;
+        }
+    }
+    throw Error(format("Device '{}' has no queue family with compute support",
+                       physicalDevice.getProperties().deviceName.data()));
+}
+
+std::vector<uint32_t>
+defaultQueueFamilies(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice)
+{
+    if (!physicalDevice || !*physicalDevice) {
+        throw Error("BYOV Manager: the physical device is null");
+    }
+    return { firstComputeFamily(*physicalDevice) };
+}
+
+void
+validateQueueFamilies(vk::PhysicalDevice physicalDevice, const std::vector<uint32_t>& families)
+{
+    auto properties = physicalDevice.getQueueFamilyProperties();
+    std::vector<uint32_t> requested(properties.size(), 0);
+    for (uint32_t family : families) {
+        if (family >= properties.size()) {
+            throw Error(format("Queue family {} does not exist: the device has {} queue "
+                               "families (0..{})",
+                               family,
+                               properties.size(),
+                               properties.size() - 1));
+        }
+        if (!(properties[family].queueFlags & vk::QueueFlagBits::eCompute)) {
+            throw Error(format("Queue family {} does not support compute (its flags are {}); "
+                               "choose a family with the compute flag",
+                               family,
+                               vk::to_string(properties[family].queueFlags)));
+        }
+        if (++requested[family] > properties[family].queueCount) {
+            throw Error(format("Queue family {} has {} queue(s), but {} were requested",
+                               family,
+                               properties[family].queueCount,
+                               requested[family]));
+        }
+    }
+}
+
+// Queries what the device supports of the optional features Kompute enables.
+internal::DeviceFeatures
+supportedFeatures(vk::PhysicalDevice physicalDevice, uint32_t apiVersion)
+{
+    internal::DeviceFeatures supported;
+    vk::PhysicalDeviceFeatures2 features2;
+    vk::PhysicalDeviceVulkan11Features features11;
+    vk::PhysicalDeviceVulkan12Features features12;
+    vk::PhysicalDevice16BitStorageFeatures storage16;
+    if (apiVersion >= VK_API_VERSION_1_2) {
+        features2.pNext = &features11;
+        features11.pNext = &features12;
+        physicalDevice.getFeatures2(&features2);
+        supported.storageBuffer16BitAccess = features11.storageBuffer16BitAccess;
+        supported.uniformAndStorageBuffer16BitAccess =
+          features11.uniformAndStorageBuffer16BitAccess;
+        supported.storagePushConstant16 = features11.storagePushConstant16;
+        supported.variablePointers = features11.variablePointers;
+        supported.variablePointersStorageBuffer = features11.variablePointersStorageBuffer;
+        supported.storageBuffer8BitAccess = features12.storageBuffer8BitAccess;
+        supported.uniformAndStorageBuffer8BitAccess = features12.uniformAndStorageBuffer8BitAccess;
+        supported.storagePushConstant8 = features12.storagePushConstant8;
+        supported.shaderFloat16 = features12.shaderFloat16;
+        supported.shaderInt8 = features12.shaderInt8;
+        supported.timelineSemaphore = features12.timelineSemaphore;
+        supported.vulkanMemoryModel = features12.vulkanMemoryModel;
+        supported.vulkanMemoryModelDeviceScope = features12.vulkanMemoryModelDeviceScope;
+    } else {
+        features2.pNext = &storage16;
+        physicalDevice.getFeatures2(&features2);
+        supported.storageBuffer16BitAccess = storage16.storageBuffer16BitAccess;
+        supported.uniformAndStorageBuffer16BitAccess = storage16.uniformAndStorageBuffer16BitAccess;
+        supported.storagePushConstant16 = storage16.storagePushConstant16;
+    }
+    supported.shaderFloat64 = features2.features.shaderFloat64;
+    supported.shaderInt64 = features2.features.shaderInt64;
+    supported.shaderInt16 = features2.features.shaderInt16;
+    return supported;
+}
+
+struct CreatedDevice
+{
+    vk::Device device;
+    internal::DeviceFeatures enabled;
+};
+
+CreatedDevice
+createDevice(vk::PhysicalDevice physicalDevice,
+             uint32_t instanceApiVersion,
+             const std::vector<uint32_t>& queueFamilies,
+             const std::vector<std::string>& desiredExtensions)
+{
+    vk::PhysicalDeviceProperties properties = physicalDevice.getProperties();
+    uint32_t apiVersion = std::min(instanceApiVersion, properties.apiVersion);
+
+    // One VkDeviceQueueCreateInfo per family, asking for as many queues as
+    // the family is named.
+    std::vector<uint32_t> perFamily(physicalDevice.getQueueFamilyProperties().size(), 0);
+    for (uint32_t family : queueFamilies) {
+        ++perFamily[family];
+    }
+    uint32_t mostQueues = *std::max_element(perFamily.begin(), perFamily.end());
+    std::vector<float> priorities(mostQueues, 1.0f);
+    std::vector<vk::DeviceQueueCreateInfo> queueInfos;
+    for (uint32_t family = 0; family < perFamily.size(); ++family) {
+        if (perFamily[family] > 0) {
+            queueInfos.emplace_back(
+              vk::DeviceQueueCreateFlags(), family, perFamily[family], priorities.data());
+        }
+    }
+
+    uint32_t extensionCount = 0;
+    check(physicalDevice.enumerateDeviceExtensionProperties(nullptr, &extensionCount, nullptr),
+          "Listing device extensions");
+    std::vector<vk::ExtensionProperties> available(extensionCount);
+    check(physicalDevice.enumerateDeviceExtensionProperties(
+            nullptr, &extensionCount, available.data()),
+          "Listing device extensions");
+    auto hasExtension = [&](const std::string& name) {
+        return std::any_of(available.begin(), available.end(), [&](const auto& e) {
+            return name == e.extensionName.data();
+        });
+    };
+    std::vector<std::string> extensionNames;
+    for (const auto& name : desiredExtensions) {
+        if (!hasExtension(name)) {
+            KP_LOG_WARN("Device extension {} is not supported by '{}'; continuing without it",
+                        name,
+                        properties.deviceName.data());
+        } else if (std::find(extensionNames.begin(), extensionNames.end(), name) ==
+                   extensionNames.end()) {
+            extensionNames.push_back(name);
+        }
+    }
+    // The specification requires enabling it wherever it is offered.
+    const std::string portabilitySubset = "VK_KHR_portability_subset";
+    if (hasExtension(portabilitySubset) &&
+        std::find(extensionNames.begin(), extensionNames.end(), portabilitySubset) ==
+          extensionNames.end()) {
+        extensionNames.push_back(portabilitySubset);
+    }
+    std::vector<const char*> extensions;
+    for (const auto& name : extensionNames) {
+        extensions.push_back(name.c_str());
+    }
+
+    // Enable every optional feature a compute shader may need and the device
+    // has, so shaders using 16/64-bit types just work.
+    internal::DeviceFeatures enabled = supportedFeatures(physicalDevice, apiVersion);
+    vk::PhysicalDeviceFeatures2 features2;
+    features2.features.shaderFloat64 = enabled.shaderFloat64;
+    features2.features.shaderInt64 = enabled.shaderInt64;
+    features2.features.shaderInt16 = enabled.shaderInt16;
+    vk::PhysicalDeviceVulkan11Features features11;
+    vk::PhysicalDeviceVulkan12Features features12;
+    vk::PhysicalDevice16BitStorageFeatures storage16;
+    if (apiVersion >= VK_API_VERSION_1_2) {
+        features11.storageBuffer16BitAccess = enabled.storageBuffer16BitAccess;
+        features11.uniformAndStorageBuffer16BitAccess = enabled.uniformAndStorageBuffer16BitAccess;
+        features11.storagePushConstant16 = enabled.storagePushConstant16;
+        features11.variablePointers = enabled.variablePointers;
+        features11.variablePointersStorageBuffer = enabled.variablePointersStorageBuffer;
+        features12.storageBuffer8BitAccess = enabled.storageBuffer8BitAccess;
+        features12.uniformAndStorageBuffer8BitAccess = enabled.uniformAndStorageBuffer8BitAccess;
+        features12.storagePushConstant8 = enabled.storagePushConstant8;
+        features12.shaderFloat16 = enabled.shaderFloat16;
+        features12.shaderInt8 = enabled.shaderInt8;
+        features12.timelineSemaphore = enabled.timelineSemaphore;
+        features12.vulkanMemoryModel = enabled.vulkanMemoryModel;
+        features12.vulkanMemoryModelDeviceScope = enabled.vulkanMemoryModelDeviceScope;
+        features2.pNext = &features11;
+        features11.pNext = &features12;
+    } else {
+        storage16.storageBuffer16BitAccess = enabled.storageBuffer16BitAccess;
+        storage16.uniformAndStorageBuffer16BitAccess = enabled.uniformAndStorageBuffer16BitAccess;
+        storage16.storagePushConstant16 = enabled.storagePushConstant16;
+        features2.pNext = &storage16;
+    }
+
+    vk::DeviceCreateInfo info(vk::DeviceCreateFlags(),
+                              static_cast<uint32_t>(queueInfos.size()),
+                              queueInfos.data(),
+                              0,
+                              nullptr,
+                              static_cast<uint32_t>(extensions.size()),
+                              extensions.data(),
+                              nullptr);
+    info.pNext = &features2;
+    CreatedDevice created;
+    created.enabled = enabled;
+    check(physicalDevice.createDevice(&info, nullptr, &created.device),
+          format("Creating a Vulkan device on '{}'", properties.deviceName.data()));
+    return created;
+}
+
+} // namespace
+
+// --- MemoryStats -----------------------------------------------------------
+
+uint64_t
+MemoryStats::allocatedBytes() const
+{
+    uint64_t total = 0;
+    for (const auto& type : memoryTypes) {
+        total += type.allocatedBytes;
+    }
+    return total;
+}
+
+uint64_t
+MemoryStats::usedBytes() const
+{
+    uint64_t total = 0;
+    for (const auto& type : memoryTypes) {
+        total += type.usedBytes;
+    }
+    return total;
+}
+
+uint32_t
+MemoryStats::deviceMemoryCount() const
+{
+    uint32_t total = 0;
+    for (const auto& type : memoryTypes) {
+        total += type.deviceMemoryCount;
+    }
+    return total;
+}
+
+// --- Manager ---------------------------------------------------------------
+
+Manager::Manager()
+  : Manager(0)
+{
+}
+
+Manager::Manager(uint32_t physicalDeviceIndex,
+                 const std::vector<uint32_t>& familyQueueIndices,
+                 const std::vector<std::string>& desiredExtensions)
+{
+    CreatedInstance instance = createInstance();
+    internal::Device::Handles handles;
+    handles.instance = instance.instance;
+    handles.messenger = instance.messenger;
+    handles.ownsInstance = true;
+    try {
+        auto devices = physicalDevices(instance.instance);
+        if (devices.empty()) {
+            throw Error("No Vulkan device was found: install a Vulkan driver (on a machine "
+                        "without a GPU, Mesa's lavapipe from mesa-vulkan-drivers)");
+        }
+        if (physicalDeviceIndex >= devices.size()) {
+            throw Error(format("Device index {} is out of range: {} Vulkan device(s) found "
+                               "(use 0..{})",
+                               physicalDeviceIndex,
+                               devices.size(),
+                               devices.size() - 1));
+        }
+        handles.physicalDevice = devices[physicalDeviceIndex];
+        std::vector<uint32_t> families = familyQueueIndices;
+        if (families.empty()) {
+            families.push_back(firstComputeFamily(handles.physicalDevice));
+        }
+        validateQueueFamilies(handles.physicalDevice, families);
+        CreatedDevice device =
+          createDevice(handles.physicalDevice, instance.apiVersion, families, desiredExtensions);
+        handles.device = device.device;
+        handles.ownsDevice = true;
+        mDevice = std::make_shared<internal::Device>(handles, families, device.enabled, false);
+    } catch (...) {
+        if (handles.device) {
+            handles.device.destroy();
+        }
+        internal::destroyInstance(handles.instance, handles.messenger);
+        throw;
+    }
+    mInstance = std::make_shared<vk::Instance>(mDevice->instance());
+    mPhysicalDevice = std::make_shared<vk::PhysicalDevice>(mDevice->physicalDevice());
+    mVkDevice = std::make_shared<vk::Device>(mDevice->device());
+    const auto& properties = mDevice->properties();
+    KP_LOG_INFO("Kompute is using device '{}' (Vulkan {}.{}.{})",
+                properties.deviceName.data(),
+                VK_API_VERSION_MAJOR(properties.apiVersion),
+                VK_API_VERSION_MINOR(properties.apiVersion),
+                VK_API_VERSION_PATCH(properties.apiVersion));
+}
+
+Manager::Manager(std::shared_ptr<vk::Instance> instance,
+                 std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+                 std::shared_ptr<vk::Device> device)
+  : Manager(instance, physicalDevice, device, defaultQueueFamilies(physicalDevice))
+{
+}
+
+Manager::Manager(std::shared_ptr<vk::Instance> instance,
+                 std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+                 std::shared_ptr<vk::Device> device,
+                 const std::vector<uint32_t>& familyQueueIndices)
+  : mInstance(instance)
+  , mPhysicalDevice(physicalDevice)
+  , mVkDevice(device)
+{
+    if (!instance || !*instance || !physicalDevice || !*physicalDevice || !device || !*device) {
+        throw Error("BYOV Manager: the instance, physical device and device must all be valid "
+                    "handles");
+    }
+    if (familyQueueIndices.empty()) {
+        throw Error("BYOV Manager: give at least one queue family index");
+    }
+    validateQueueFamilies(*physicalDevice, familyQueueIndices);
+    internal::Device::Handles handles;
+    handles.instance = *instance;
+    handles.physicalDevice = *physicalDevice;
+    handles.device = *device;
+    // The features the application enabled are unknown; assume only what
+    // every device has. Shaders needing more are refused with a clear error.
+    mDevice = std::make_shared<internal::Device>(
+      handles, familyQueueIndices, internal::DeviceFeatures{}, false);
+}
+
+Manager::~Manager()
+{
+    try {
+        destroy();
+    } catch (const std::exception& error) {
+        KP_LOG_ERROR("Destroying the Manager failed: {}", error.what());
+    }
+}
+
+std::shared_ptr<internal::Device>
+Manager::device() const
+{
+    if (!mDevice || !mDevice->isAlive()) {
+        throw DestroyedError("This kp::Manager was destroyed: create a new Manager");
+    }
+    return mDevice;
+}
+
+void
+Manager::trackMemory(const std::shared_ptr<Memory>& memory)
+{
+    mDevice->registry().add(memory);
+}
+
+std::shared_ptr<Sequence>
+Manager::sequence(uint32_t queueIndex, uint32_t totalTimestamps)
+{
+    auto created = std::make_shared<Sequence>(device(), queueIndex, totalTimestamps);
+    mDevice->registry().add(created);
+    return created;
+}
+
+std::shared_ptr<TensorT<float>>
+Manager::tensor(const std::vector<float>& data, Memory::MemoryTypes memoryType)
+{
+    return tensorT<float>(data, memoryType);
+}
+
+std::shared_ptr<Tensor>
+Manager::tensor(void* data,
+                uint32_t elementTotalCount,
+                uint32_t elementMemorySize,
+                const Memory::DataTypes& dataType,
+                Memory::MemoryTypes memoryType)
+{
+    return track(std::make_shared<Tensor>(
+      device(), data, elementTotalCount, elementMemorySize, dataType, memoryType));
+}
+
+std::shared_ptr<Tensor>
+Manager::tensor(uint32_t elementTotalCount,
+                uint32_t elementMemorySize,
+                const Memory::DataTypes& dataType,
+                Memory::MemoryTypes memoryType)
+{
+    return tensor(nullptr, elementTotalCount, elementMemorySize, dataType, memoryType);
+}
+
+void
+Manager::destroy()
+{
+    if (!mDevice) {
+        return;
+    }
+    std::shared_ptr<internal::Device> device = std::move(mDevice);
+    if (device->ownsDevice()) {
+        device->registry().destroyAll();
+        device->destroy();
+    }
+    // A BYOV manager leaves its objects working: they keep the context alive
+    // and free themselves when released, as upstream does.
+}
+
+void
+Manager::clear()
+{
+}
+
+vk::PhysicalDeviceProperties
+Manager::getDeviceProperties() const
+{
+    return device()->properties();
+}
+
+std::vector<vk::PhysicalDevice>
+Manager::listDevices() const
+{
+    return physicalDevices(device()->instance());
+}
+
+std::shared_ptr<vk::Instance>
+Manager::getVkInstance() const
+{
+    return mInstance;
+}
+
+std::shared_ptr<vk::Device>
+Manager::getVkDevice() const
+{
+    return mVkDevice;
+}
+
+std::shared_ptr<vk::PhysicalDevice>
+Manager::getVkPhysicalDevice() const
+{
+    return mPhysicalDevice;
+}
+
+uint32_t
+Manager::queueCount() const
+{
+    return device()->queueCount();
+}
+
+uint32_t
+Manager::queueFamilyIndex(uint32_t queueIndex) const
+{
+    return device()->queue(queueIndex).familyIndex;
+}
+
+MemoryStats
+Manager::memoryStats() const
+{
+    return device()->allocator().stats();
+}
+
+bool
+Manager::usesStagingForDeviceMemory() const
+{
+    return device()->stagingForDeviceMemory();
+}
+
+} // namespace kp

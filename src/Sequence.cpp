@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kompute/Sequence.hpp"
+
+#include "internal/Barriers.hpp"
+#include "internal/Check.hpp"
+#include "internal/Device.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using internal::check;
+using logger::format;
+
+// Marks the sequence as in use for the duration of a public call, so that a
+// second thread using it at the same time gets an exception instead of a
+// corrupted command buffer.
+class Sequence::UseGuard
+{
+  public:
+    explicit UseGuard(const Sequence& sequence)
+      : mFlag(const_cast<std::atomic<bool>&>(sequence.mInUse))
+    {
+        if (mFlag.exchange(true, std::memory_order_acquire)) {
+            throw Error("A kp::Sequence was used from two threads at once: a sequence "
+                        "belongs to one thread at a time (create one per thread)");
+        }
+    }
+    ~UseGuard() { mFlag.store(false, std::memory_order_release); }
+    UseGuard(const UseGuard&) = delete;
+    UseGuard& operator=(const UseGuard&) = delete;
+
+  private:
+    std::atomic<bool>& mFlag;
+};
+
+Sequence::Sequence(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+                   std::shared_ptr<vk::Device> device,
+                   std::shared_ptr<vk::Queue> computeQueue,
+                   uint32_t queueIndex,
+                   uint32_t totalTimestamps)
+  : mDevice(internal::standaloneDevice(physicalDevice, device))
+  , mTotalTimestamps(totalTimestamps)
+{
+    if (!computeQueue || !*computeQueue) {
+        throw Error("Sequence: a null queue was given");
+    }
+    // Upstream's parameter is the queue's family index.
+    mDevice->adoptQueue(*computeQueue, queueIndex);
+    mQueueIndex = 0;
+    create();
+}
+
+Sequence::Sequence(std::shared_ptr<internal::Device> device,
+                   uint32_t queueIndex,
+                   uint32_t totalTimestamps)
+  : mDevice(std::move(device))
+  , mQueueIndex(queueIndex)
+  , mTotalTimestamps(totalTimestamps)
+{
+    create();
+}
+
+void
+Sequence::create()
+{
+    mDevice->checkAlive("Creating a sequence");
+    mQueue = &mDevice->queue(mQueueIndex);
+    vk::Device device = mDevice->device();
+
+    if (mTotalTimestamps > 0 && mQueue->timestampValidBits == 0) {
+        throw Error(format("Queue family {} does not support timestamps: create the sequence "
+                           "with totalTimestamps = 0",
+                           mQueue->familyIndex));
+    }
+
+    try {
+        vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
+                                           mQueue->familyIndex);
+        check(device.createCommandPool(&poolInfo, nullptr, &mCommandPool),
+              "Creating a sequence's command pool");
+        vk::CommandBufferAllocateInfo allocateInfo(
+          mCommandPool, vk::CommandBufferLevel::ePrimary, 1);
+        check(device.allocateCommandBuffers(&allocateInfo, &mCommandBuffer),
+              "Allocating a sequence's command buffer");
+        vk::FenceCreateInfo fenceInfo;
+        check(device.createFence(&fenceInfo, nullptr, &mFence), "Creating a sequence's fence");
+        if (mTotalTimestamps > 0) {
+            vk::QueryPoolCreateInfo queryInfo(
+              {}, vk::QueryType::eTimestamp, mTotalTimestamps + 1);
+            check(device.createQueryPool(&queryInfo, nullptr, &mTimestampPool),
+                  "Creating a sequence's timestamp query pool");
+        }
+    } catch (...) {
+        destroy();
+        throw;
+    }
+}
+
+Sequence::~Sequence()
+{
+    try {
+        destroy();
+    } catch (const std::exception& error) {
+        KP_LOG_ERROR("Destroying a sequence failed: {}", error.what());
+    }
+}
+
+void
+Sequence::checkUsable(const char* action) const
+{
+    if (!mFence) {
+        throw DestroyedError(format("{}: this Sequence was destroyed (directly or by its "
+                                    "Manager's destroy())",
+                                    action));
+    }
+    mDevice->checkAlive(action);
+}
+
+void
+Sequence::beginBatch()
+{
+    if (mRunning) {
+        throw Error("Cannot start recording while the sequence is running: call evalAwait() "
+                    "first");
+    }
+    dropOps();
+    vk::CommandBufferBeginInfo beginInfo;
+    check(mCommandBuffer.begin(&beginInfo), "Beginning a sequence's command buffer");
+    mRecording = true;
+    mHasBatch = false;
+    mTimestampsReady = false;
+    if (mTimestampPool) {
+        mCommandBuffer.resetQueryPool(mTimestampPool, 0, mTotalTimestamps + 1);
+        mCommandBuffer.writeTimestamp(
+          vk::PipelineStageFlagBits::eAllCommands, mTimestampPool, 0);
+    }
+}
+
+void
+Sequence::endBatch()
+{
+    if (!mRecording) {
+        return;
+    }
+    // Makes every device write of the batch visible to the host once the
+    // fence has signalled (host-visible tensors need nothing else).
+    internal::recordHostReadBarrier(mCommandBuffer, mQueue->flags);
+    check(vkEndCommandBuffer(mCommandBuffer), "Ending a sequence's command buffer");
+    mRecording = false;
+    mHasBatch = true;
+}
+
+void
+Sequence::dropOps()
+{
+    mOps.clear();
+}
+
+void
+Sequence::recordOp(const std::shared_ptr<OpBase>& op)
+{
+    if (!op) {
+        throw Error("Sequence::record was given a null operation");
+    }
+    if (mRunning) {
+        throw Error("Cannot record while the sequence is running: call evalAwait() first");
+    }
+    if (mTimestampPool && mOps.size() + 1 > mTotalTimestamps) {
+        throw Error(format("This sequence was created for {} timestamped operation(s); "
+                           "recording one more needs a larger totalTimestamps",
+                           mTotalTimestamps));
+    }
+    if (!mRecording) {
+        beginBatch();
+    }
+    op->record(mCommandBuffer);
+    mOps.push_back(op);
+    if (mTimestampPool) {
+        mCommandBuffer.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands,
+                                      mTimestampPool,
+                                      static_cast<uint32_t>(mOps.size()));
+    }
+}
+
+std::shared_ptr<Sequence>
+Sequence::record(std::shared_ptr<OpBase> op)
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::record");
+    recordOp(op);
+    return shared_from_this();
+}
+
+void
+Sequence::submit()
+{
+    if (mRunning) {
+        throw Error("The sequence is already running: call evalAwait() before evaluating it "
+                    "again");
+    }
+    if (mRecording) {
+        endBatch();
+    } else if (!mHasBatch) {
+        beginBatch();
+        endBatch();
+    }
+    for (auto& op : mOps) {
+        op->preEval(mCommandBuffer);
+    }
+    check(mDevice->device().resetFences(1, &mFence), "Resetting a sequence's fence");
+    vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &mCommandBuffer);
+    {
+        std::lock_guard<std::mutex> lock(mQueue->mutex);
+        check(mQueue->handle.submit(1, &submitInfo, mFence), "Submitting a sequence");
+    }
+    mRunning = true;
+    mTimestampsReady = false;
+    mDevice->noteSubmitted();
+}
+
+void
+Sequence::await(uint64_t waitFor)
+{
+    if (!mRunning) {
+        KP_LOG_DEBUG("evalAwait() with nothing pending returns at once");
+        return;
+    }
+    vk::Result result = mDevice->device().waitForFences(1, &mFence, VK_TRUE, waitFor);
+    if (result == vk::Result::eTimeout) {
+        KP_LOG_DEBUG("evalAwait() timed out after {} ns; the sequence is still running",
+                     waitFor);
+        return;
+    }
+    mRunning = false;
+    mDevice->noteCompleted();
+    check(result, "Waiting for a sequence");
+    mTimestampsReady = mTimestampPool ? true : false;
+    for (auto& op : mOps) {
+        op->postEval(mCommandBuffer);
+    }
+}
+
+std::shared_ptr<Sequence>
+Sequence::eval()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::eval");
+    submit();
+    await(UINT64_MAX);
+    return shared_from_this();
+}
+
+std::shared_ptr<Sequence>
+Sequence::eval(std::shared_ptr<OpBase> op)
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::eval");
+    if (mRunning) {
+        throw Error("The sequence is already running: call evalAwait() first");
+    }
+    if (mRecording) {
+        endBatch();
+    }
+    beginBatch();
+    recordOp(op);
+    submit();
+    await(UINT64_MAX);
+    return shared_from_this();
+}
+
+std::shared_ptr<Sequence>
+Sequence::evalAsync()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::evalAsync");
+    submit();
+    return shared_from_this();
+}
+
+std::shared_ptr<Sequence>
+Sequence::evalAsync(std::shared_ptr<OpBase> op)
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::evalAsync");
+    if (mRunning) {
+        throw Error("The sequence is already running: call evalAwait() first");
+    }
+    if (mRecording) {
+        endBatch();
+    }
+    beginBatch();
+    recordOp(op);
+    submit();
+    return shared_from_this();
+}
+
+std::shared_ptr<Sequence>
+Sequence::evalAwait(uint64_t waitFor)
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::evalAwait");
+    await(waitFor);
+    return shared_from_this();
+}
+
+void
+Sequence::clear()
+{
+    UseGuard guard(*this);
+    if (mRunning) {
+        throw Error("Cannot clear a running sequence: call evalAwait() first");
+    }
+    if (mRecording) {
+        endBatch();
+    }
+    dropOps();
+    mHasBatch = false;
+    mTimestampsReady = false;
+}
+
+void
+Sequence::begin()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::begin");
+    if (mRecording) {
+        KP_LOG_DEBUG("Sequence::begin: already recording");
+        return;
+    }
+    beginBatch();
+}
+
+void
+Sequence::end()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::end");
+    if (mRunning) {
+        throw Error("Cannot end recording of a running sequence: call evalAwait() first");
+    }
+    endBatch();
+}
+
+bool
+Sequence::isRecording() const
+{
+    return mRecording;
+}
+
+bool
+Sequence::isRunning() const
+{
+    return mRunning;
+}
+
+bool
+Sequence::isInit() const
+{
+    return mFence && mCommandBuffer && mCommandPool && mDevice && mDevice->isAlive();
+}
+
+void
+Sequence::rerecord()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::rerecord");
+    if (mRunning) {
+        throw Error("Cannot re-record a running sequence: call evalAwait() first");
+    }
+    std::vector<std::shared_ptr<OpBase>> ops = mOps;
+    if (mRecording) {
+        endBatch();
+    }
+    beginBatch();
+    for (auto& op : ops) {
+        recordOp(op);
+    }
+}
+
+void
+Sequence::destroy()
+{
+    UseGuard guard(*this);
+    if (!mDevice) {
+        return;
+    }
+    vk::Device device = mDevice->isAlive() ? mDevice->device() : vk::Device();
+    if (device) {
+        if (mRunning) {
+            vk::Result result = device.waitForFences(1, &mFence, VK_TRUE, UINT64_MAX);
+            if (result != vk::Result::eSuccess) {
+                KP_LOG_ERROR("Waiting for a sequence before destroying it failed: {}",
+                             vk::to_string(result));
+            }
+            mDevice->noteCompleted();
+        }
+        if (mTimestampPool) {
+            device.destroyQueryPool(mTimestampPool);
+        }
+        if (mFence) {
+            device.destroyFence(mFence);
+        }
+        if (mCommandPool) {
+            device.destroyCommandPool(mCommandPool); // frees the command buffer
+        }
+    }
+    mRunning = false;
+    mRecording = false;
+    mHasBatch = false;
+    mTimestampPool = vk::QueryPool();
+    mFence = vk::Fence();
+    mCommandBuffer = vk::CommandBuffer();
+    mCommandPool = vk::CommandPool();
+    dropOps();
+}
+
+std::vector<std::uint64_t>
+Sequence::getTimestamps()
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::getTimestamps");
+    if (!mTimestampPool) {
+        throw Error("Timestamps were not enabled: create the sequence with "
+                    "mgr.sequence(queueIndex, totalTimestamps) and totalTimestamps > 0");
+    }
+    if (mRunning) {
+        throw Error("Timestamps are not ready: the sequence is running (call evalAwait())");
+    }
+    if (!mTimestampsReady) {
+        throw Error("No evaluation has completed since the last record: evaluate the "
+                    "sequence before reading its timestamps");
+    }
+    uint32_t count = static_cast<uint32_t>(mOps.size()) + 1;
+    std::vector<std::uint64_t> ticks(count);
+    check(mDevice->device().getQueryPoolResults(mTimestampPool,
+                                                0,
+                                                count,
+                                                count * sizeof(uint64_t),
+                                                ticks.data(),
+                                                sizeof(uint64_t),
+                                                vk::QueryResultFlagBits::e64 |
+                                                  vk::QueryResultFlagBits::eWait),
+          "Reading a sequence's timestamps");
+    uint32_t validBits = mQueue->timestampValidBits;
+    if (validBits < 64) {
+        uint64_t mask = (uint64_t{ 1 } << validBits) - 1;
+        for (auto& tick : ticks) {
+            tick &= mask;
+        }
+    }
+    return ticks;
+}
+
+std::vector<double>
+Sequence::getTimestampsNs()
+{
+    std::vector<std::uint64_t> ticks = getTimestamps();
+    double period = static_cast<double>(mDevice->properties().limits.timestampPeriod);
+    std::vector<double> nanoseconds;
+    nanoseconds.reserve(ticks.size());
+    for (uint64_t tick : ticks) {
+        nanoseconds.push_back(static_cast<double>(tick) * period);
+    }
+    return nanoseconds;
+}
+
+} // namespace kp

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kompute/Tensor.hpp"
+
+#include <cstring>
+
+#include "internal/Check.hpp"
+#include "internal/Device.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using internal::check;
+using logger::format;
+
+namespace {
+
+using Flags = vk::MemoryPropertyFlagBits;
+
+const vk::MemoryPropertyFlags kHostCoherent = Flags::eHostVisible | Flags::eHostCoherent;
+
+struct BufferPlan
+{
+    vk::MemoryPropertyFlags required;
+    vk::MemoryPropertyFlags preferred;
+    bool staging = false;
+};
+
+// Which memory the primary buffer lives in, and whether a staging twin is
+// needed for the host view (API.md 2.1, with the unified-memory shortcut).
+BufferPlan
+planPrimary(Memory::MemoryTypes memoryType, bool stagingForDeviceMemory)
+{
+    switch (memoryType) {
+        case Memory::MemoryTypes::eDevice:
+            if (stagingForDeviceMemory) {
+                return { Flags::eDeviceLocal, {}, true };
+            }
+            return { Flags::eDeviceLocal | kHostCoherent, Flags::eHostCached, false };
+        case Memory::MemoryTypes::eHost:
+            return { kHostCoherent, Flags::eHostCached, false };
+        case Memory::MemoryTypes::eStorage:
+            return { Flags::eDeviceLocal, {}, false };
+        case Memory::MemoryTypes::eDeviceAndHost:
+            return { Flags::eDeviceLocal | kHostCoherent, {}, false };
+    }
+    return {};
+}
+
+struct CreatedBuffer
+{
+    vk::Buffer buffer;
+    internal::Allocation allocation;
+};
+
+// Staging memory is read back by the host, so cached memory is preferred;
+// coherent memory is required so that no flush or invalidate is needed.
+CreatedBuffer
+createBuffer(internal::Device& device,
+             vk::DeviceSize size,
+             vk::BufferUsageFlags usage,
+             vk::MemoryPropertyFlags required,
+             vk::MemoryPropertyFlags preferred,
+             const char* what)
+{
+    vk::Device vkDevice = device.device();
+    vk::BufferCreateInfo info({}, size, usage, vk::SharingMode::eExclusive);
+    CreatedBuffer created;
+    check(vkDevice.createBuffer(&info, nullptr, &created.buffer),
+          format("Creating the {} ({} bytes)", what, size));
+    try {
+        vk::MemoryRequirements requirements = vkDevice.getBufferMemoryRequirements(created.buffer);
+        created.allocation = device.allocator().allocate(
+          requirements, required, preferred, internal::ResourceKind::eLinear, what);
+        VkResult bound = vkBindBufferMemory(
+          vkDevice, created.buffer, created.allocation.memory, created.allocation.offset);
+        if (bound != VK_SUCCESS) {
+            device.allocator().free(created.allocation);
+            check(bound, format("Binding memory to the {}", what));
+        }
+    } catch (...) {
+        vkDevice.destroyBuffer(created.buffer);
+        throw;
+    }
+    return created;
+}
+
+const vk::BufferUsageFlags kPrimaryUsage = vk::BufferUsageFlagBits::eStorageBuffer |
+                                           vk::BufferUsageFlagBits::eTransferSrc |
+                                           vk::BufferUsageFlagBits::eTransferDst;
+const vk::BufferUsageFlags kStagingUsage = vk::BufferUsageFlagBits::eTransferSrc |
+                                           vk::BufferUsageFlagBits::eTransferDst;
+
+} // namespace
+
+Tensor::Tensor(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+               std::shared_ptr<vk::Device> device,
+               void* data,
+               uint32_t elementTotalCount,
+               uint32_t elementMemorySize,
+               const DataTypes& dataType,
+               const MemoryTypes& memoryType)
+  : Tensor(internal::standaloneDevice(physicalDevice, device),
+           data,
+           elementTotalCount,
+           elementMemorySize,
+           dataType,
+           memoryType)
+{
+}
+
+Tensor::Tensor(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+               std::shared_ptr<vk::Device> device,
+               uint32_t elementTotalCount,
+               uint32_t elementMemorySize,
+               const DataTypes& dataType,
+               const MemoryTypes& memoryType)
+  : Tensor(internal::standaloneDevice(physicalDevice, device),
+           nullptr,
+           elementTotalCount,
+           elementMemorySize,
+           dataType,
+           memoryType)
+{
+}
+
+Tensor::Tensor(std::shared_ptr<internal::Device> device,
+               const void* data,
+               uint32_t elementTotalCount,
+               uint32_t elementMemorySize,
+               const DataTypes& dataType,
+               const MemoryTypes& memoryType)
+  : Memory(std::move(device),
+           dataType,
+           elementTotalCount,
+           elementMemorySize,
+           memoryType,
+           elementTotalCount,
+           1)
+{
+    mDevice->checkAlive("Creating a tensor");
+    create(data);
+}
+
+Tensor::~Tensor()
+{
+    try {
+        destroy();
+    } catch (const std::exception& error) {
+        KP_LOG_ERROR("Destroying a tensor failed: {}", error.what());
+    }
+}
+
+void
+Tensor::create(const void* data)
+{
+    BufferPlan plan = planPrimary(mMemoryType, mDevice->stagingForDeviceMemory());
+    vk::DeviceSize bytes = memorySize();
+    CreatedBuffer primary = createBuffer(
+      *mDevice, bytes, kPrimaryUsage, plan.required, plan.preferred, "tensor buffer");
+    mPrimaryBuffer = std::make_shared<vk::Buffer>(primary.buffer);
+    mPrimaryAllocation = std::make_unique<internal::Allocation>(primary.allocation);
+
+    try {
+        if (plan.staging) {
+            CreatedBuffer staging = createBuffer(*mDevice,
+                                                 bytes,
+                                                 kStagingUsage,
+                                                 kHostCoherent,
+                                                 Flags::eHostCached,
+                                                 "tensor staging buffer");
+            mStagingBuffer = std::make_shared<vk::Buffer>(staging.buffer);
+            mStagingAllocation = std::make_unique<internal::Allocation>(staging.allocation);
+            mHostView = mStagingAllocation->mapped;
+        } else if (mMemoryType != MemoryTypes::eStorage) {
+            mHostView = mPrimaryAllocation->mapped;
+            mHostViewIsPrimary = true;
+        }
+        initialiseHostView(data);
+
+        if (mMemoryType == MemoryTypes::eStorage && data != nullptr) {
+            // Upstream dropped this data silently; we upload it once.
+            CreatedBuffer upload = createBuffer(
+              *mDevice, bytes, kStagingUsage, kHostCoherent, {}, "tensor upload buffer");
+            struct Release
+            {
+                internal::Device& device;
+                CreatedBuffer& upload;
+                ~Release()
+                {
+                    device.device().destroyBuffer(upload.buffer);
+                    device.allocator().free(upload.allocation);
+                }
+            } release{ *mDevice, upload };
+            std::memcpy(upload.allocation.mapped, data, bytes);
+            vk::Buffer target = *mPrimaryBuffer;
+            mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
+                vk::BufferCopy region(0, 0, bytes);
+                cmd.copyBuffer(upload.buffer, target, 1, &region);
+            });
+        }
+    } catch (...) {
+        destroy();
+        throw;
+    }
+}
+
+bool
+Tensor::isInit() const
+{
+    return mPrimaryBuffer && *mPrimaryBuffer && mDevice && mDevice->isAlive();
+}
+
+void
+Tensor::destroy()
+{
+    if (!mPrimaryBuffer) {
+        return;
+    }
+    if (mDevice->isAlive()) {
+        mDevice->waitForPendingWork();
+        vk::Device device = mDevice->device();
+        if (mStagingBuffer) {
+            device.destroyBuffer(*mStagingBuffer);
+            mDevice->allocator().free(*mStagingAllocation);
+        }
+        device.destroyBuffer(*mPrimaryBuffer);
+        mDevice->allocator().free(*mPrimaryAllocation);
+    }
+    mStagingBuffer.reset();
+    mStagingAllocation.reset();
+    mPrimaryBuffer.reset();
+    mPrimaryAllocation.reset();
+    mHostView = nullptr;
+}
+
+void
+Tensor::checkRange(uint32_t offset, uint32_t count, const char* action) const
+{
+    if (count == 0 || static_cast<uint64_t>(offset) + count > size()) {
+        throw Error(format("{}: elements [{}, {}) are not a non-empty range inside this "
+                           "tensor of {} elements",
+                           action,
+                           offset,
+                           static_cast<uint64_t>(offset) + count,
+                           size()));
+    }
+}
+
+void
+Tensor::recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd)
+{
+    recordCopyFromStagingToDevice(cmd, 0, size());
+}
+
+void
+Tensor::recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd)
+{
+    recordCopyFromDeviceToStaging(cmd, 0, size());
+}
+
+void
+Tensor::recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd,
+                                      uint32_t offset,
+                                      uint32_t count)
+{
+    checkInit("Recording a copy to the device");
+    checkRange(offset, count, "Recording a copy to the device");
+    if (!mStagingBuffer) {
+        return;
+    }
+    vk::DeviceSize start = static_cast<vk::DeviceSize>(offset) * mDataTypeMemorySize;
+    vk::BufferCopy region(start, start, static_cast<vk::DeviceSize>(count) * mDataTypeMemorySize);
+    cmd.copyBuffer(*mStagingBuffer, *mPrimaryBuffer, 1, &region);
+}
+
+void
+Tensor::recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd,
+                                      uint32_t offset,
+                                      uint32_t count)
+{
+    checkInit("Recording a copy from the device");
+    checkRange(offset, count, "Recording a copy from the device");
+    if (!mStagingBuffer) {
+        return;
+    }
+    vk::DeviceSize start = static_cast<vk::DeviceSize>(offset) * mDataTypeMemorySize;
+    vk::BufferCopy region(start, start, static_cast<vk::DeviceSize>(count) * mDataTypeMemorySize);
+    cmd.copyBuffer(*mPrimaryBuffer, *mStagingBuffer, 1, &region);
+}
+
+namespace {
+
+void
+recordBufferBarrier(const vk::CommandBuffer& cmd,
+                    vk::Buffer buffer,
+                    vk::AccessFlags srcAccessMask,
+                    vk::AccessFlags dstAccessMask,
+                    vk::PipelineStageFlags srcStageMask,
+                    vk::PipelineStageFlags dstStageMask)
+{
+    vk::BufferMemoryBarrier barrier(srcAccessMask,
+                                    dstAccessMask,
+                                    VK_QUEUE_FAMILY_IGNORED,
+                                    VK_QUEUE_FAMILY_IGNORED,
+                                    buffer,
+                                    0,
+                                    VK_WHOLE_SIZE);
+    cmd.pipelineBarrier(srcStageMask, dstStageMask, {}, 0, nullptr, 1, &barrier, 0, nullptr);
+}
+
+} // namespace
+
+void
+Tensor::recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
+                                   vk::AccessFlags srcAccessMask,
+                                   vk::AccessFlags dstAccessMask,
+                                   vk::PipelineStageFlags srcStageMask,
+                                   vk::PipelineStageFlags dstStageMask)
+{
+    checkInit("Recording a barrier");
+    recordBufferBarrier(
+      cmd, *mPrimaryBuffer, srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
+}
+
+void
+Tensor::recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
+                                   vk::AccessFlags srcAccessMask,
+                                   vk::AccessFlags dstAccessMask,
+                                   vk::PipelineStageFlags srcStageMask,
+                                   vk::PipelineStageFlags dstStageMask)
+{
+    checkInit("Recording a barrier");
+    if (mStagingBuffer) {
+        recordBufferBarrier(
+          cmd, *mStagingBuffer, srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
+    }
+}
+
+void
+Tensor::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Tensor> source)
+{
+    Memory::recordCopyFrom(cmd, std::static_pointer_cast<Memory>(source));
+}
+
+void
+Tensor::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
+{
+    auto* sourceTensor = dynamic_cast<Tensor*>(&source);
+    if (sourceTensor == nullptr) {
+        throw Error("Copies between images and tensors need kp::Image support");
+    }
+    vk::BufferCopy region(0, 0, memorySize());
+    cmd.copyBuffer(*sourceTensor->mPrimaryBuffer, *mPrimaryBuffer, 1, &region);
+}
+
+vk::WriteDescriptorSet
+Tensor::constructDescriptorSet(vk::DescriptorSet descriptorSet, uint32_t binding)
+{
+    checkInit("Binding a tensor to an algorithm");
+    mDescriptorBufferInfo = vk::DescriptorBufferInfo(*mPrimaryBuffer, 0, memorySize());
+    return vk::WriteDescriptorSet(descriptorSet,
+                                  binding,
+                                  0,
+                                  1,
+                                  vk::DescriptorType::eStorageBuffer,
+                                  nullptr,
+                                  &mDescriptorBufferInfo);
+}
+
+std::shared_ptr<vk::Buffer>
+Tensor::getPrimaryBuffer()
+{
+    checkInit("getPrimaryBuffer()");
+    return mPrimaryBuffer;
+}
+
+std::shared_ptr<vk::Buffer>
+Tensor::getStagingBuffer()
+{
+    checkInit("getStagingBuffer()");
+    return mStagingBuffer;
+}
+
+} // namespace kp

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Turning Vulkan result codes into exceptions.
+#pragma once
+
+#include <string>
+
+#include <vulkan/vulkan.hpp>
+
+#include "kompute/Errors.hpp"
+
+namespace kp {
+namespace internal {
+
+/** Throws kp::VulkanError naming the result and `action` unless the
+ * result is eSuccess. */
+inline void
+check(vk::Result result, const std::string& action)
+{
+    if (result != vk::Result::eSuccess) {
+        throw VulkanError(result, action);
+    }
+}
+
+inline void
+check(VkResult result, const std::string& action)
+{
+    check(static_cast<vk::Result>(result), action);
+}
+
+} // namespace internal
+} // namespace kp

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "internal/Device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "internal/Check.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+namespace internal {
+
+namespace {
+
+bool
+environmentFlag(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+}
+
+// Host-visible device-local memory only pays off where it is ordinary
+// memory: CPU drivers and integrated GPUs. On discrete GPUs such memory is a
+// PCIe window that the host reads very slowly, so a staging copy is faster.
+bool
+hasUnifiedMemory(const vk::PhysicalDeviceProperties& properties,
+                 const Allocator& allocator)
+{
+    bool integrated = properties.deviceType == vk::PhysicalDeviceType::eIntegratedGpu ||
+                      properties.deviceType == vk::PhysicalDeviceType::eCpu;
+    auto unified = vk::MemoryPropertyFlagBits::eDeviceLocal |
+                   vk::MemoryPropertyFlagBits::eHostVisible |
+                   vk::MemoryPropertyFlagBits::eHostCoherent;
+    return integrated && allocator.findMemoryType(~0u, unified, unified) >= 0;
+}
+
+} // namespace
+
+Device::Device(const Handles& handles,
+               const std::vector<uint32_t>& queueFamilies,
+               const DeviceFeatures& enabledFeatures,
+               bool dedicatedAllocationsOnly)
+  : mHandles(handles)
+  , mProperties(handles.physicalDevice.getProperties())
+  , mFeatures(enabledFeatures)
+{
+    auto familyProperties = handles.physicalDevice.getQueueFamilyProperties();
+    std::vector<uint32_t> usedPerFamily(familyProperties.size(), 0);
+    for (uint32_t family : queueFamilies) {
+        auto queue = std::make_unique<Queue>();
+        queue->familyIndex = family;
+        queue->flags = familyProperties[family].queueFlags;
+        queue->timestampValidBits = familyProperties[family].timestampValidBits;
+        queue->handle = handles.device.getQueue(family, usedPerFamily[family]++);
+        mQueues.push_back(std::move(queue));
+    }
+    mAllocator = std::make_unique<Allocator>(
+      handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
+    mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
+                              !hasUnifiedMemory(mProperties, *mAllocator);
+}
+
+Device::~Device()
+{
+    destroy();
+}
+
+Queue&
+Device::queue(uint32_t index)
+{
+    if (index >= mQueues.size()) {
+        throw Error(logger::format(
+          "Queue index {} is out of range: this Manager has {} queue(s) (one per entry of "
+          "familyQueueIndices), so use 0..{}",
+          index,
+          mQueues.size(),
+          mQueues.empty() ? 0 : mQueues.size() - 1));
+    }
+    return *mQueues[index];
+}
+
+void
+Device::checkAlive(const char* what) const
+{
+    if (!isAlive()) {
+        throw DestroyedError(std::string(what) +
+                             ": its Manager was destroyed, so the Vulkan device is gone");
+    }
+}
+
+void
+Device::waitForPendingWork()
+{
+    if (mPendingSubmissions.load() <= 0 || !isAlive()) {
+        return;
+    }
+    // vkDeviceWaitIdle needs every queue externally synchronised.
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (auto& queue : mQueues) {
+        locks.emplace_back(queue->mutex);
+    }
+    check(vkDeviceWaitIdle(mHandles.device), "Waiting for the device to finish pending work");
+}
+
+void
+Device::submitAndWait(const std::function<void(vk::CommandBuffer)>& record)
+{
+    checkAlive("Submitting a one-time command buffer");
+    if (mQueues.empty()) {
+        throw Error("Uploading initial data needs a queue: create the object through a "
+                    "kp::Manager (objects built on a bare vk::Device have none)");
+    }
+    Queue& target = queue(0);
+    std::lock_guard<std::mutex> lock(mOneTimeMutex);
+    vk::Device device = mHandles.device;
+    if (!mOneTimePool) {
+        vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eTransient,
+                                           target.familyIndex);
+        check(device.createCommandPool(&poolInfo, nullptr, &mOneTimePool),
+              "Creating the command pool for one-time uploads");
+        vk::FenceCreateInfo fenceInfo;
+        check(device.createFence(&fenceInfo, nullptr, &mOneTimeFence),
+              "Creating the fence for one-time uploads");
+    }
+    vk::CommandBufferAllocateInfo allocateInfo(mOneTimePool, vk::CommandBufferLevel::ePrimary, 1);
+    vk::CommandBuffer cmd;
+    check(device.allocateCommandBuffers(&allocateInfo, &cmd),
+          "Allocating a one-time command buffer");
+    struct FreeOnExit
+    {
+        vk::Device device;
+        vk::CommandPool pool;
+        vk::CommandBuffer cmd;
+        ~FreeOnExit() { device.freeCommandBuffers(pool, 1, &cmd); }
+    } freeOnExit{ device, mOneTimePool, cmd };
+
+    vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit);
+    check(cmd.begin(&beginInfo), "Beginning a one-time command buffer");
+    record(cmd);
+    check(vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
+    check(device.resetFences(1, &mOneTimeFence), "Resetting the one-time fence");
+    vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &cmd);
+    {
+        std::lock_guard<std::mutex> queueLock(target.mutex);
+        check(target.handle.submit(1, &submitInfo, mOneTimeFence),
+              "Submitting a one-time command buffer");
+    }
+    check(device.waitForFences(1, &mOneTimeFence, VK_TRUE, UINT64_MAX),
+          "Waiting for a one-time command buffer");
+}
+
+void
+Device::destroy()
+{
+    if (!mAlive.exchange(false)) {
+        return;
+    }
+    vk::Device device = mHandles.device;
+    if (device) {
+        {
+            std::vector<std::unique_lock<std::mutex>> locks;
+            for (auto& queue : mQueues) {
+                locks.emplace_back(queue->mutex);
+            }
+            VkResult result = vkDeviceWaitIdle(device);
+            if (result != VK_SUCCESS) {
+                KP_LOG_ERROR("Waiting for the device before destroying it failed: {}",
+                             vk::to_string(static_cast<vk::Result>(result)));
+            }
+        }
+        if (mOneTimeFence) {
+            device.destroyFence(mOneTimeFence);
+        }
+        if (mOneTimePool) {
+            device.destroyCommandPool(mOneTimePool);
+        }
+        mAllocator->releaseAll();
+    }
+    if (mHandles.ownsDevice && device) {
+        device.destroy();
+    }
+    if (mHandles.ownsInstance) {
+        destroyInstance(mHandles.instance, mHandles.messenger);
+    }
+    mHandles = Handles{};
+    mQueues.clear();
+}
+
+void
+destroyInstance(vk::Instance instance, vk::DebugUtilsMessengerEXT messenger)
+{
+    if (!instance) {
+        return;
+    }
+    if (messenger) {
+        auto destroyMessenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+          instance.getProcAddr("vkDestroyDebugUtilsMessengerEXT"));
+        if (destroyMessenger != nullptr) {
+            destroyMessenger(static_cast<VkInstance>(instance),
+                             static_cast<VkDebugUtilsMessengerEXT>(messenger),
+                             nullptr);
+        }
+    }
+    instance.destroy();
+}
+
+void
+Device::adoptQueue(vk::Queue handle, uint32_t familyIndex)
+{
+    auto familyProperties = mHandles.physicalDevice.getQueueFamilyProperties();
+    if (familyIndex >= familyProperties.size()) {
+        throw Error(logger::format("Queue family {} does not exist: the device has {} families",
+                                   familyIndex,
+                                   familyProperties.size()));
+    }
+    auto queue = std::make_unique<Queue>();
+    queue->handle = handle;
+    queue->familyIndex = familyIndex;
+    queue->flags = familyProperties[familyIndex].queueFlags;
+    queue->timestampValidBits = familyProperties[familyIndex].timestampValidBits;
+    mQueues.push_back(std::move(queue));
+}
+
+std::shared_ptr<Device>
+standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
+                 const std::shared_ptr<vk::Device>& device)
+{
+    if (!physicalDevice || !*physicalDevice || !device || !*device) {
+        throw Error("A null physical device or device was given; create objects through a "
+                    "kp::Manager or pass valid Vulkan handles");
+    }
+    Device::Handles handles;
+    handles.physicalDevice = *physicalDevice;
+    handles.device = *device;
+    return std::make_shared<Device>(handles, std::vector<uint32_t>{}, DeviceFeatures{}, true);
+}
+
+} // namespace internal
+} // namespace kp

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device context shared by a Manager and every object it creates.
+//
+// Objects keep a shared_ptr to it, so it outlives the Manager object; the
+// Vulkan device inside is destroyed by Manager::destroy() (when the Manager
+// created it), after which the context is "dead" and every object refuses to
+// work with kp::DestroyedError instead of touching freed handles.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.hpp>
+
+#include "internal/Allocator.hpp"
+#include "internal/Registry.hpp"
+
+namespace kp {
+namespace internal {
+
+/** Optional device features, enabled at device creation when supported. */
+struct DeviceFeatures
+{
+    bool shaderFloat64 = false;
+    bool shaderInt64 = false;
+    bool shaderInt16 = false;
+    bool shaderFloat16 = false;
+    bool shaderInt8 = false;
+    bool storageBuffer16BitAccess = false;
+    bool uniformAndStorageBuffer16BitAccess = false;
+    bool storagePushConstant16 = false;
+    bool storageBuffer8BitAccess = false;
+    bool uniformAndStorageBuffer8BitAccess = false;
+    bool storagePushConstant8 = false;
+    bool timelineSemaphore = false;
+    bool vulkanMemoryModel = false;
+    bool vulkanMemoryModelDeviceScope = false;
+    bool variablePointers = false;
+    bool variablePointersStorageBuffer = false;
+};
+
+/** A queue the context submits to. Submissions lock its mutex, since
+ * Vulkan requires queue access to be externally synchronised. */
+struct Queue
+{
+    vk::Queue handle;
+    uint32_t familyIndex = 0;
+    vk::QueueFlags flags;
+    uint32_t timestampValidBits = 0;
+    std::mutex mutex;
+};
+
+class Device
+{
+  public:
+    struct Handles
+    {
+        vk::Instance instance;
+        vk::PhysicalDevice physicalDevice;
+        vk::Device device;
+        vk::DebugUtilsMessengerEXT messenger;
+        bool ownsInstance = false;
+        bool ownsDevice = false;
+    };
+
+    /** `queueFamilies` has one entry per queue to use (repeats allowed).
+     * The handles must stay valid until destroy(). */
+    Device(const Handles& handles,
+           const std::vector<uint32_t>& queueFamilies,
+           const DeviceFeatures& enabledFeatures,
+           bool dedicatedAllocationsOnly);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    vk::Instance instance() const { return mHandles.instance; }
+    vk::PhysicalDevice physicalDevice() const { return mHandles.physicalDevice; }
+    vk::Device device() const { return mHandles.device; }
+    const vk::PhysicalDeviceProperties& properties() const { return mProperties; }
+    const DeviceFeatures& features() const { return mFeatures; }
+    Allocator& allocator() { return *mAllocator; }
+    Registry& registry() { return mRegistry; }
+    bool ownsDevice() const { return mHandles.ownsDevice; }
+
+    uint32_t queueCount() const { return static_cast<uint32_t>(mQueues.size()); }
+    /** Throws kp::Error naming the valid range when out of range. */
+    Queue& queue(uint32_t index);
+    /** Adds a queue handle obtained by the caller (standalone contexts). */
+    void adoptQueue(vk::Queue handle, uint32_t familyIndex);
+
+    /** Whether eDevice memory gets a separate staging buffer. False on
+     * unified-memory devices, where device-local memory is host-visible. */
+    bool stagingForDeviceMemory() const { return mStagingForDeviceMemory; }
+
+    bool isAlive() const { return mAlive.load(std::memory_order_acquire); }
+    /** Throws kp::DestroyedError saying `what` needs a live device. */
+    void checkAlive(const char* what) const;
+
+    /** Submissions in flight (counted so that destroying memory can wait
+     * for the GPU only when something may still be using it). */
+    void noteSubmitted() { mPendingSubmissions.fetch_add(1); }
+    void noteCompleted() { mPendingSubmissions.fetch_sub(1); }
+    /** Waits until the device is idle if any submission may be in flight. */
+    void waitForPendingWork();
+
+    /** Records with `record` into a one-time command buffer, submits it on
+     * queue 0 and waits. For rare work such as initial uploads. */
+    void submitAndWait(const std::function<void(vk::CommandBuffer)>& record);
+
+    /** Waits for the device, frees the context's own Vulkan objects and
+     * destroys the device and instance that it owns. Idempotent. */
+    void destroy();
+
+  private:
+    Handles mHandles;
+    vk::PhysicalDeviceProperties mProperties;
+    DeviceFeatures mFeatures;
+    std::vector<std::unique_ptr<Queue>> mQueues;
+    std::unique_ptr<Allocator> mAllocator;
+    Registry mRegistry;
+    bool mStagingForDeviceMemory = true;
+    std::atomic<bool> mAlive{ true };
+    std::atomic<int64_t> mPendingSubmissions{ 0 };
+
+    std::mutex mOneTimeMutex;
+    vk::CommandPool mOneTimePool;
+    vk::Fence mOneTimeFence;
+};
+
+/** Destroys the debug messenger (if any) and the instance. */
+void
+destroyInstance(vk::Instance instance, vk::DebugUtilsMessengerEXT messenger);
+
+/** A context for an object built by hand on a caller's device (upstream's
+ * public Tensor/Sequence/Algorithm constructors): no queues of its own,
+ * dedicated allocations, and it destroys nothing it was given. */
+std::shared_ptr<Device>
+standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
+                 const std::shared_ptr<vk::Device>& device);
+
+} // namespace internal
+} // namespace kp

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "internal/Registry.hpp"
+
+#include "kompute/Memory.hpp"
+#include "kompute/Sequence.hpp"
+
+namespace kp {
+namespace internal {
+
+template<typename T>
+void
+Registry::List<T>::add(const std::shared_ptr<T>& object)
+{
+    if (entries.size() >= pruneAt) {
+        std::vector<std::weak_ptr<T>> live;
+        live.reserve(entries.size());
+        for (auto& entry : entries) {
+            if (!entry.expired()) {
+                live.push_back(std::move(entry));
+            }
+        }
+        entries.swap(live);
+        pruneAt = std::max<size_t>(64, entries.size() * 2);
+    }
+    entries.push_back(object);
+}
+
+template<typename T>
+std::vector<std::shared_ptr<T>>
+Registry::List<T>::takeLive()
+{
+    std::vector<std::shared_ptr<T>> live;
+    for (auto& entry : entries) {
+        if (auto object = entry.lock()) {
+            live.push_back(std::move(object));
+        }
+    }
+    entries.clear();
+    pruneAt = 64;
+    return live;
+}
+
+void
+Registry::add(const std::shared_ptr<Sequence>& sequence)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mSequences.add(sequence);
+}
+
+void
+Registry::add(const std::shared_ptr<Memory>& memory)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mMemory.add(memory);
+}
+
+void
+Registry::destroyAll()
+{
+    std::vector<std::shared_ptr<Sequence>> sequences;
+    std::vector<std::shared_ptr<Memory>> memory;
+    {
+        std::lock_guard<std::mutex> lock(mMutex);
+        sequences = mSequences.takeLive();
+        memory = mMemory.takeLive();
+    }
+    // Sequences first: they wait for their own work and hold the operations
+    // that reference memory.
+    for (auto& sequence : sequences) {
+        sequence->destroy();
+    }
+    for (auto& object : memory) {
+        object->destroy();
+    }
+}
+
+} // namespace internal
+} // namespace kp

@@ -9,6 +9,7 @@
 
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "kompute/Algorithm.hpp"
 #include "kompute/Sequence.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -567,6 +568,45 @@ Manager::tensor(uint32_t elementTotalCount,
                 Memory::MemoryTypes memoryType)
 {
     return tensor(nullptr, elementTotalCount, elementMemorySize, dataType, memoryType);
+}
+
+std::shared_ptr<Algorithm>
+Manager::algorithm(const std::vector<std::shared_ptr<Memory>>& memObjects,
+                   const std::vector<uint32_t>& spirv,
+                   const Workgroup& workgroup,
+                   const std::vector<float>& specializationConstants,
+                   const std::vector<float>& pushConstants)
+{
+    return algorithmWithConstants(memObjects,
+                                  spirv,
+                                  workgroup,
+                                  ConstantBytes::from(specializationConstants),
+                                  ConstantBytes::from(pushConstants));
+}
+
+std::shared_ptr<Algorithm>
+Manager::algorithmWithConstants(const std::vector<std::shared_ptr<Memory>>& memObjects,
+                                const std::vector<uint32_t>& spirv,
+                                const Workgroup& workgroup,
+                                const ConstantBytes& specializationConstants,
+                                const ConstantBytes& pushConstants)
+{
+    auto created = std::make_shared<Algorithm>(
+      device(), memObjects, spirv, workgroup, specializationConstants, pushConstants);
+    mDevice->registry().add(created);
+    return created;
+}
+
+bool
+Manager::loadPipelineCache(const std::string& path)
+{
+    return device()->loadPipelineCache(path);
+}
+
+void
+Manager::savePipelineCache(const std::string& path)
+{
+    device()->savePipelineCache(path);
 }
 
 void

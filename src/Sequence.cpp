@@ -204,6 +204,16 @@ Sequence::submit()
         beginBatch();
         endBatch();
     }
+    bool stale = false;
+    for (auto& op : mOps) {
+        stale = stale || op->needsRerecord();
+    }
+    if (stale) {
+        // An algorithm was rebuilt or rebound since recording: the old
+        // commands reference objects that are gone or changed.
+        recordAgain();
+        endBatch();
+    }
     for (auto& op : mOps) {
         op->preEval(mCommandBuffer);
     }
@@ -367,10 +377,16 @@ Sequence::rerecord()
     if (mRunning) {
         throw Error("Cannot re-record a running sequence: call evalAwait() first");
     }
-    std::vector<std::shared_ptr<OpBase>> ops = mOps;
     if (mRecording) {
         endBatch();
     }
+    recordAgain();
+}
+
+void
+Sequence::recordAgain()
+{
+    std::vector<std::shared_ptr<OpBase>> ops = mOps;
     beginBatch();
     for (auto& op : ops) {
         recordOp(op);

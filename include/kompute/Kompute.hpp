@@ -2,17 +2,26 @@
 // Umbrella header: everything public in Kompute.
 #pragma once
 
+#include "kompute/Algorithm.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/Half.hpp"
 #include "kompute/Manager.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Sequence.hpp"
+#include "kompute/Shader.hpp"
 #include "kompute/Tensor.hpp"
 #include "kompute/logger/Logger.hpp"
 
+#include "kompute/operations/OpAlgoDispatch.hpp"
 #include "kompute/operations/OpBase.hpp"
 #include "kompute/operations/OpCopy.hpp"
 #include "kompute/operations/OpMemoryBarrier.hpp"
+#include "kompute/operations/OpMult.hpp"
 #include "kompute/operations/OpSyncDevice.hpp"
 #include "kompute/operations/OpSyncLocal.hpp"
+
+// The built-in shaders, as upstream exposes them (kp::SHADEROPMULT_COMP_SPV,
+// kp::SHADERLOGISTICREGRESSION_COMP_SPV).
+#include "ShaderLogisticRegression.hpp"
+#include "ShaderOpMult.hpp"

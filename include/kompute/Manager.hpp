@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kompute/Algorithm.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Tensor.hpp"
@@ -127,6 +128,52 @@ class Manager
       uint32_t elementMemorySize,
       const Memory::DataTypes& dataType,
       Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    /**
+     * An algorithm running `spirv` over `memObjects` (binding i = object i).
+     * Specialization constants are of one scalar type S; push constants of
+     * any trivially copyable type P (a struct too). The shader is validated
+     * and checked against the objects and constants before the driver sees
+     * it. With no objects or no SPIR-V, an empty algorithm is returned (for
+     * OpMult or a later rebuild).
+     */
+    template<typename S = float, typename P = float>
+    std::shared_ptr<Algorithm> algorithm(const std::vector<std::shared_ptr<Memory>>& memObjects,
+                                         const std::vector<uint32_t>& spirv,
+                                         const Workgroup& workgroup,
+                                         const std::vector<S>& specializationConstants,
+                                         const std::vector<P>& pushConstants)
+    {
+        return algorithmWithConstants(memObjects,
+                                      spirv,
+                                      workgroup,
+                                      ConstantBytes::from(specializationConstants),
+                                      ConstantBytes::from(pushConstants));
+    }
+
+    std::shared_ptr<Algorithm> algorithm(
+      const std::vector<std::shared_ptr<Memory>>& memObjects = {},
+      const std::vector<uint32_t>& spirv = {},
+      const Workgroup& workgroup = {},
+      const std::vector<float>& specializationConstants = {},
+      const std::vector<float>& pushConstants = {});
+
+    /** The same with constants already in raw form (ours; used by the
+     * Python module). */
+    std::shared_ptr<Algorithm> algorithmWithConstants(
+      const std::vector<std::shared_ptr<Memory>>& memObjects,
+      const std::vector<uint32_t>& spirv,
+      const Workgroup& workgroup,
+      const ConstantBytes& specializationConstants,
+      const ConstantBytes& pushConstants);
+
+    /** Merges a pipeline cache saved by savePipelineCache into this
+     * manager's cache, so algorithms build faster (ours). Returns false,
+     * with a warning, if the file is missing or from another device or
+     * driver version. */
+    bool loadPipelineCache(const std::string& path);
+    /** Writes this manager's pipeline cache to a file (ours). */
+    void savePipelineCache(const std::string& path);
 
     /**
      * Destroys every object this manager made that is still alive (their

@@ -172,6 +172,9 @@ class Memory
     void checkInit(const char* action) const;
 
   protected:
+    // Algorithms bind memory objects and must check they share a device.
+    friend class Algorithm;
+
     Memory(std::shared_ptr<internal::Device> device,
            DataTypes dataType,
            uint32_t elementCount,

@@ -149,6 +149,8 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     void beginBatch();
     void endBatch();
     void recordOp(const std::shared_ptr<OpBase>& op);
+    /** Starts a new batch holding the current operations again. */
+    void recordAgain();
     void submit();
     void await(uint64_t waitFor);
     void dropOps();

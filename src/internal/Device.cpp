@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "internal/Check.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -56,6 +58,7 @@ Device::Device(const Handles& handles,
     }
     mAllocator = std::make_unique<Allocator>(
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
+    mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
     mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
                               !hasUnifiedMemory(mProperties, *mAllocator);
 }
@@ -175,6 +178,11 @@ Device::destroy()
             device.destroyCommandPool(mOneTimePool);
         }
         mAllocator->releaseAll();
+        mDescriptorPools->releaseAll();
+        if (mPipelineCache) {
+            device.destroyPipelineCache(mPipelineCache);
+            mPipelineCache = vk::PipelineCache();
+        }
     }
     if (mHandles.ownsDevice && device) {
         device.destroy();
@@ -184,6 +192,80 @@ Device::destroy()
     }
     mHandles = Handles{};
     mQueues.clear();
+}
+
+vk::PipelineCache
+Device::pipelineCache()
+{
+    std::lock_guard<std::mutex> lock(mPipelineCacheMutex);
+    if (!mPipelineCache) {
+        vk::PipelineCacheCreateInfo info;
+        check(mHandles.device.createPipelineCache(&info, nullptr, &mPipelineCache),
+              "Creating the pipeline cache");
+    }
+    return mPipelineCache;
+}
+
+bool
+Device::loadPipelineCache(const std::string& path)
+{
+    checkAlive("Loading a pipeline cache");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        KP_LOG_WARN("Pipeline cache file '{}' cannot be read; starting with an empty cache", path);
+        return false;
+    }
+    std::vector<char> data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    // The header (VkPipelineCacheHeaderVersionOne) says which device made it;
+    // a cache from another device or driver version is ignored.
+    struct Header
+    {
+        uint32_t length;
+        uint32_t version;
+        uint32_t vendorID;
+        uint32_t deviceID;
+        uint8_t uuid[VK_UUID_SIZE];
+    } header{};
+    if (data.size() < sizeof(header)) {
+        KP_LOG_WARN("Pipeline cache file '{}' is too short to be a pipeline cache", path);
+        return false;
+    }
+    std::memcpy(&header, data.data(), sizeof(header));
+    if (header.version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+        header.vendorID != mProperties.vendorID || header.deviceID != mProperties.deviceID ||
+        std::memcmp(header.uuid, mProperties.pipelineCacheUUID.data(), VK_UUID_SIZE) != 0) {
+        KP_LOG_WARN("Pipeline cache file '{}' was made by another device or driver; ignoring it",
+                    path);
+        return false;
+    }
+    vk::PipelineCacheCreateInfo info({}, data.size(), data.data());
+    vk::PipelineCache loaded;
+    check(mHandles.device.createPipelineCache(&info, nullptr, &loaded),
+          "Creating a pipeline cache from '" + path + "'");
+    vk::PipelineCache target = pipelineCache();
+    VkPipelineCache source = loaded;
+    VkResult merged = vkMergePipelineCaches(mHandles.device, target, 1, &source);
+    mHandles.device.destroyPipelineCache(loaded);
+    check(merged, "Merging the pipeline cache from '" + path + "'");
+    return true;
+}
+
+void
+Device::savePipelineCache(const std::string& path)
+{
+    checkAlive("Saving the pipeline cache");
+    vk::PipelineCache cache = pipelineCache();
+    size_t size = 0;
+    check(vkGetPipelineCacheData(mHandles.device, cache, &size, nullptr),
+          "Reading the pipeline cache size");
+    std::vector<char> data(size);
+    check(vkGetPipelineCacheData(mHandles.device, cache, &size, data.data()),
+          "Reading the pipeline cache");
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file.write(data.data(), static_cast<std::streamsize>(size));
+    if (!file) {
+        throw Error("Writing the pipeline cache to '" + path + "' failed");
+    }
 }
 
 void

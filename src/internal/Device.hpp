@@ -17,6 +17,7 @@
 #include <vulkan/vulkan.hpp>
 
 #include "internal/Allocator.hpp"
+#include "internal/DescriptorPools.hpp"
 #include "internal/Registry.hpp"
 
 namespace kp {
@@ -83,6 +84,14 @@ class Device
     const vk::PhysicalDeviceProperties& properties() const { return mProperties; }
     const DeviceFeatures& features() const { return mFeatures; }
     Allocator& allocator() { return *mAllocator; }
+    DescriptorPools& descriptorPools() { return *mDescriptorPools; }
+    /** The pipeline cache every algorithm of this device shares. */
+    vk::PipelineCache pipelineCache();
+    /** Merges a cache file written by savePipelineCache into the cache.
+     * Returns false (with a warning) when the file is missing or was made
+     * by another device or driver. */
+    bool loadPipelineCache(const std::string& path);
+    void savePipelineCache(const std::string& path);
     Registry& registry() { return mRegistry; }
     bool ownsDevice() const { return mHandles.ownsDevice; }
 
@@ -121,6 +130,9 @@ class Device
     DeviceFeatures mFeatures;
     std::vector<std::unique_ptr<Queue>> mQueues;
     std::unique_ptr<Allocator> mAllocator;
+    std::unique_ptr<DescriptorPools> mDescriptorPools;
+    std::mutex mPipelineCacheMutex;
+    vk::PipelineCache mPipelineCache;
     Registry mRegistry;
     bool mStagingForDeviceMemory = true;
     std::atomic<bool> mAlive{ true };

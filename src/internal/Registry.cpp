@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "internal/Registry.hpp"
 
+#include "kompute/Algorithm.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Sequence.hpp"
 
@@ -48,6 +49,13 @@ Registry::add(const std::shared_ptr<Sequence>& sequence)
 }
 
 void
+Registry::add(const std::shared_ptr<Algorithm>& algorithm)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mAlgorithms.add(algorithm);
+}
+
+void
 Registry::add(const std::shared_ptr<Memory>& memory)
 {
     std::lock_guard<std::mutex> lock(mMutex);
@@ -58,16 +66,21 @@ void
 Registry::destroyAll()
 {
     std::vector<std::shared_ptr<Sequence>> sequences;
+    std::vector<std::shared_ptr<Algorithm>> algorithms;
     std::vector<std::shared_ptr<Memory>> memory;
     {
         std::lock_guard<std::mutex> lock(mMutex);
         sequences = mSequences.takeLive();
+        algorithms = mAlgorithms.takeLive();
         memory = mMemory.takeLive();
     }
     // Sequences first: they wait for their own work and hold the operations
     // that reference memory.
     for (auto& sequence : sequences) {
         sequence->destroy();
+    }
+    for (auto& algorithm : algorithms) {
+        algorithm->destroy();
     }
     for (auto& object : memory) {
         object->destroy();

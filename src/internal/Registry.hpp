@@ -10,6 +10,7 @@
 namespace kp {
 
 class Sequence;
+class Algorithm;
 class Memory;
 
 namespace internal {
@@ -18,6 +19,7 @@ class Registry
 {
   public:
     void add(const std::shared_ptr<Sequence>& sequence);
+    void add(const std::shared_ptr<Algorithm>& algorithm);
     void add(const std::shared_ptr<Memory>& memory);
 
     /** Destroys every live object and forgets them all. */
@@ -37,6 +39,7 @@ class Registry
 
     std::mutex mMutex;
     List<Sequence> mSequences;
+    List<Algorithm> mAlgorithms;
     List<Memory> mMemory;
 };
 

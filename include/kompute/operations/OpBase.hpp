@@ -24,6 +24,11 @@ class OpBase
     virtual void preEval(const vk::CommandBuffer& commandBuffer) = 0;
     /** Called on the host after each submission has completed. */
     virtual void postEval(const vk::CommandBuffer& commandBuffer) = 0;
+
+    /** True when the commands recorded earlier are no longer valid (an
+     * algorithm was rebuilt or rebound, say): the sequence then records its
+     * operations again before submitting (ours). */
+    virtual bool needsRerecord() const { return false; }
 };
 
 } // namespace kp

@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kompute/Algorithm.hpp"
+
+#include <algorithm>
+
+#include <spirv/unified1/spirv.hpp>
+
+#include "internal/Check.hpp"
+#include "internal/Device.hpp"
+#include "internal/SpirvReflection.hpp"
+#include "internal/SpirvValidation.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using internal::check;
+using logger::format;
+
+namespace internal {
+
+/** The Vulkan objects of a built algorithm. */
+struct AlgorithmObjects
+{
+    vk::DescriptorSetLayout descriptorSetLayout;
+    DescriptorSetAllocation descriptorSet;
+    vk::PipelineLayout pipelineLayout;
+    vk::ShaderModule shaderModule;
+    vk::Pipeline pipeline;
+    std::vector<vk::DescriptorType> bindingTypes;
+};
+
+} // namespace internal
+
+namespace {
+
+const char*
+memoryKindName(Memory& memory)
+{
+    return memory.getDescriptorType() == vk::DescriptorType::eStorageImage ? "image" : "tensor";
+}
+
+// --- Checks made before anything reaches the driver -----------------------
+
+void
+checkBindings(const internal::ReflectedModule& module,
+              const std::vector<std::shared_ptr<Memory>>& memObjects,
+              const vk::PhysicalDeviceLimits& limits)
+{
+    std::vector<const internal::ReflectedBinding*> declared(memObjects.size(), nullptr);
+    for (const auto& binding : module.bindings) {
+        if (binding.set != 0) {
+            throw Error(format("The shader declares a resource in descriptor set {} (binding {}); "
+                               "Kompute binds memory objects in set 0 only",
+                               binding.set,
+                               binding.binding));
+        }
+        if (binding.binding >= memObjects.size()) {
+            throw Error(format("The shader declares binding {}, but only {} memory object(s) were "
+                               "given (bindings 0..{}): give one object per binding",
+                               binding.binding,
+                               memObjects.size(),
+                               memObjects.empty() ? 0 : memObjects.size() - 1));
+        }
+        if (binding.count != 1) {
+            throw Error(format("Binding {} is an array of {} resources; Kompute binds one memory "
+                               "object per binding",
+                               binding.binding,
+                               binding.count));
+        }
+        declared[binding.binding] = &binding;
+    }
+    for (size_t i = 0; i < memObjects.size(); ++i) {
+        const auto* binding = declared[i];
+        Memory& memory = *memObjects[i];
+        if (binding == nullptr) {
+            throw Error(format("Memory object {} (a {}) has no binding {} in the shader: the "
+                               "shader declares {} binding(s); give exactly one object per "
+                               "binding",
+                               i,
+                               memoryKindName(memory),
+                               i,
+                               module.bindings.size()));
+        }
+        bool wantsImage = binding->kind == internal::BindingKind::eStorageImage;
+        bool wantsBuffer = binding->kind == internal::BindingKind::eStorageBuffer;
+        if (!wantsImage && !wantsBuffer) {
+            throw Error(format("Binding {} is a {}; Kompute binds tensors as storage buffers "
+                               "('buffer' blocks) and images as storage images ('image2D' "
+                               "etc. with a format qualifier)",
+                               i,
+                               internal::bindingKindName(binding->kind)));
+        }
+        bool isImage = memory.getDescriptorType() == vk::DescriptorType::eStorageImage;
+        if (wantsImage != isImage) {
+            throw Error(format("Binding {} is a {} in the shader, but memory object {} is a {}",
+                               i,
+                               internal::bindingKindName(binding->kind),
+                               i,
+                               memoryKindName(memory)));
+        }
+        if (!isImage && memory.memorySize() > limits.maxStorageBufferRange) {
+            throw Error(format("Binding {}: the tensor holds {} bytes, more than the device's "
+                               "maxStorageBufferRange of {} bytes",
+                               i,
+                               memory.memorySize(),
+                               limits.maxStorageBufferRange));
+        }
+    }
+}
+
+void
+checkPushConstants(const ConstantBytes& given,
+                   uint32_t declared,
+                   bool shaderHasBlock,
+                   const vk::PhysicalDeviceLimits& limits)
+{
+    if (given.bytes.size() > limits.maxPushConstantsSize) {
+        throw Error(format("{} bytes of push constants were given, more than the device's "
+                           "maxPushConstantsSize of {} bytes",
+                           given.bytes.size(),
+                           limits.maxPushConstantsSize));
+    }
+    if (!shaderHasBlock) {
+        if (!given.empty()) {
+            throw Error(format("{} bytes of push constants were given, but the shader declares "
+                               "no push-constant block",
+                               given.bytes.size()));
+        }
+        return;
+    }
+    if (given.bytes.size() != declared) {
+        throw Error(format("The shader's push-constant block is {} bytes, but {} bytes were given "
+                           "({} value(s) of {}): give values that fill the block exactly",
+                           declared,
+                           given.bytes.size(),
+                           given.count(),
+                           given.typeName()));
+    }
+}
+
+bool
+sameScalarType(const internal::ScalarType& declared, const ConstantBytes& given)
+{
+    using Kind = internal::ScalarType::Kind;
+    uint32_t givenBits = given.elementSize * 8;
+    switch (declared.kind) {
+        case Kind::eBool: return given.kind == ConstantBytes::Kind::eBool;
+        case Kind::eInt: return given.kind == ConstantBytes::Kind::eInt && givenBits == declared.width;
+        case Kind::eUnsignedInt:
+            return given.kind == ConstantBytes::Kind::eUnsignedInt && givenBits == declared.width;
+        case Kind::eFloat: return given.kind == ConstantBytes::Kind::eFloat && givenBits == declared.width;
+        case Kind::eOther: return false;
+    }
+    return false;
+}
+
+void
+checkSpecializationConstants(const internal::ReflectedModule& module, const ConstantBytes& given)
+{
+    if (given.empty()) {
+        return;
+    }
+    if (given.kind == ConstantBytes::Kind::eStruct) {
+        throw Error("Specialization constants must be scalars (bool, integers or floats), not "
+                    "a struct");
+    }
+    for (uint32_t id = 0; id < given.count(); ++id) {
+        auto declared = std::find_if(module.specConstants.begin(),
+                                     module.specConstants.end(),
+                                     [id](const auto& c) { return c.id == id; });
+        if (declared == module.specConstants.end()) {
+            throw Error(format("Specialization constant {} was given, but the shader declares no "
+                               "'layout(constant_id = {})' constant",
+                               id,
+                               id));
+        }
+        if (!sameScalarType(declared->type, given)) {
+            throw Error(format("Specialization constant {} is {} in the shader, but {} was given",
+                               id,
+                               declared->type.name(),
+                               given.typeName()));
+        }
+    }
+}
+
+// Capabilities that need an optional device feature, and whether the device
+// context enabled it.
+void
+checkCapabilities(const internal::ReflectedModule& module, const internal::Device& device)
+{
+    const auto& f = device.features();
+    for (uint32_t capability : module.capabilities) {
+        const char* feature = nullptr;
+        bool enabled = true;
+        switch (capability) {
+            case spv::CapabilityFloat64: feature = "shaderFloat64"; enabled = f.shaderFloat64; break;
+            case spv::CapabilityInt64: feature = "shaderInt64"; enabled = f.shaderInt64; break;
+            case spv::CapabilityInt16: feature = "shaderInt16"; enabled = f.shaderInt16; break;
+            case spv::CapabilityFloat16: feature = "shaderFloat16"; enabled = f.shaderFloat16; break;
+            case spv::CapabilityInt8: feature = "shaderInt8"; enabled = f.shaderInt8; break;
+            case spv::CapabilityStorageBuffer16BitAccess:
+                feature = "storageBuffer16BitAccess";
+                enabled = f.storageBuffer16BitAccess;
+                break;
+            case spv::CapabilityUniformAndStorageBuffer16BitAccess:
+                feature = "uniformAndStorageBuffer16BitAccess";
+                enabled = f.uniformAndStorageBuffer16BitAccess;
+                break;
+            case spv::CapabilityStoragePushConstant16:
+                feature = "storagePushConstant16";
+                enabled = f.storagePushConstant16;
+                break;
+            case spv::CapabilityStorageBuffer8BitAccess:
+                feature = "storageBuffer8BitAccess";
+                enabled = f.storageBuffer8BitAccess;
+                break;
+            case spv::CapabilityUniformAndStorageBuffer8BitAccess:
+                feature = "uniformAndStorageBuffer8BitAccess";
+                enabled = f.uniformAndStorageBuffer8BitAccess;
+                break;
+            case spv::CapabilityStoragePushConstant8:
+                feature = "storagePushConstant8";
+                enabled = f.storagePushConstant8;
+                break;
+            case spv::CapabilityVulkanMemoryModel:
+                feature = "vulkanMemoryModel";
+                enabled = f.vulkanMemoryModel;
+                break;
+            case spv::CapabilityVulkanMemoryModelDeviceScope:
+                feature = "vulkanMemoryModelDeviceScope";
+                enabled = f.vulkanMemoryModelDeviceScope;
+                break;
+            case spv::CapabilityVariablePointers:
+                feature = "variablePointers";
+                enabled = f.variablePointers;
+                break;
+            case spv::CapabilityVariablePointersStorageBuffer:
+                feature = "variablePointersStorageBuffer";
+                enabled = f.variablePointersStorageBuffer;
+                break;
+            default:
+                break;
+        }
+        if (!enabled) {
+            throw Error(format("The shader uses the SPIR-V capability {}, which needs the device "
+                               "feature {}; '{}' does not support it (or, for a Manager built on "
+                               "your own VkDevice, it was not enabled)",
+                               internal::capabilityName(capability),
+                               feature,
+                               device.properties().deviceName.data()));
+        }
+    }
+}
+
+void
+checkLocalSize(const internal::ReflectedModule& module, const vk::PhysicalDeviceLimits& limits)
+{
+    if (!module.localSize) {
+        return;
+    }
+    const auto& size = *module.localSize;
+    uint64_t invocations = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] > limits.maxComputeWorkGroupSize[axis]) {
+            throw Error(format("The shader's local size {} = {} exceeds the device's "
+                               "maxComputeWorkGroupSize[{}] of {}",
+                               "xyz"[axis],
+                               size[axis],
+                               axis,
+                               limits.maxComputeWorkGroupSize[axis]));
+        }
+        invocations *= size[axis];
+    }
+    if (invocations > limits.maxComputeWorkGroupInvocations) {
+        throw Error(format("The shader's local size ({}, {}, {}) is {} invocations, more than the "
+                           "device's maxComputeWorkGroupInvocations of {}",
+                           size[0],
+                           size[1],
+                           size[2],
+                           invocations,
+                           limits.maxComputeWorkGroupInvocations));
+    }
+}
+
+void
+checkMemObjectList(const std::vector<std::shared_ptr<Memory>>& memObjects, const char* action)
+{
+    for (size_t i = 0; i < memObjects.size(); ++i) {
+        if (!memObjects[i]) {
+            throw Error(format("{}: memory object {} is null", action, i));
+        }
+        memObjects[i]->checkInit(action);
+    }
+}
+
+} // namespace
+
+std::string
+ConstantBytes::typeName() const
+{
+    switch (kind) {
+        case Kind::eNone: return "nothing";
+        case Kind::eBool: return "bool";
+        case Kind::eInt: return "int" + std::to_string(elementSize * 8);
+        case Kind::eUnsignedInt: return "uint" + std::to_string(elementSize * 8);
+        case Kind::eFloat: return "float" + std::to_string(elementSize * 8);
+        case Kind::eStruct: return "a struct of " + std::to_string(elementSize) + " bytes";
+    }
+    return "unknown";
+}
+
+std::shared_ptr<internal::Device>
+Algorithm::contextOf(const std::shared_ptr<vk::Device>& device,
+                     const std::vector<std::shared_ptr<Memory>>& memObjects)
+{
+    if (!device || !*device) {
+        throw Error("Algorithm: a null device was given");
+    }
+    if (memObjects.empty() || !memObjects[0]) {
+        return nullptr; // an empty algorithm; rebuild() takes the objects' device
+    }
+    auto context = memObjects[0]->mDevice;
+    if (context->device() != *device) {
+        throw Error("Algorithm: the memory objects were created on another device");
+    }
+    return context;
+}
+
+Algorithm::Algorithm(std::shared_ptr<internal::Device> device,
+                     const std::vector<std::shared_ptr<Memory>>& memObjects,
+                     const std::vector<uint32_t>& spirv,
+                     const Workgroup& workgroup,
+                     const ConstantBytes& specializationConstants,
+                     const ConstantBytes& pushConstants)
+  : mDevice(std::move(device))
+{
+    if (!memObjects.empty() && !spirv.empty()) {
+        rebuild(memObjects, spirv, workgroup, specializationConstants, pushConstants);
+    } else {
+        mMemObjects = memObjects;
+        mSpirv = spirv;
+        mSpecializationConstants = specializationConstants;
+        mPushConstants = pushConstants;
+    }
+}
+
+Algorithm::~Algorithm()
+{
+    try {
+        destroy();
+    } catch (const std::exception& error) {
+        KP_LOG_ERROR("Destroying an algorithm failed: {}", error.what());
+    }
+}
+
+void
+Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
+                   const std::vector<uint32_t>& spirv,
+                   const Workgroup& workgroup,
+                   const ConstantBytes& specializationConstants,
+                   const ConstantBytes& pushConstants)
+{
+    checkMemObjectList(memObjects, "Algorithm::rebuild");
+    if (memObjects.empty()) {
+        throw Error("Algorithm::rebuild needs at least one memory object to bind");
+    }
+    if (!mDevice) {
+        mDevice = memObjects[0]->mDevice;
+    }
+    mDevice->checkAlive("Building an algorithm");
+    for (size_t i = 0; i < memObjects.size(); ++i) {
+        if (memObjects[i]->mDevice->device() != mDevice->device()) {
+            throw Error(format("Algorithm: memory object {} belongs to another Manager", i));
+        }
+    }
+    const ConstantBytes& spec =
+      specializationConstants.empty() ? mSpecializationConstants : specializationConstants;
+    const ConstantBytes& push = pushConstants.empty() ? mPushConstants : pushConstants;
+    const auto& limits = mDevice->properties().limits;
+
+    // Everything is checked before the driver sees the module.
+    uint32_t apiVersion = mDevice->properties().apiVersion;
+    internal::validateSpirv(spirv, apiVersion);
+    internal::ReflectedModule module = internal::reflect(spirv);
+    if (std::find(module.computeEntryPoints.begin(), module.computeEntryPoints.end(), "main") ==
+        module.computeEntryPoints.end()) {
+        throw Error("The SPIR-V module has no compute (GLCompute) entry point named 'main'");
+    }
+    checkBindings(module, memObjects, limits);
+    checkPushConstants(push, module.pushConstantBytes.value_or(0), module.pushConstantBytes.has_value(), limits);
+    checkSpecializationConstants(module, spec);
+    checkCapabilities(module, *mDevice);
+    checkLocalSize(module, limits);
+    Workgroup resolved = workgroup;
+    // Validates before anything is replaced.
+    {
+        uint32_t minSize = memObjects[0]->size();
+        Workgroup candidate = resolved[0] > 0
+                                ? Workgroup{ resolved[0], std::max(resolved[1], 1u), std::max(resolved[2], 1u) }
+                                : Workgroup{ minSize, 1, 1 };
+        for (int axis = 0; axis < 3; ++axis) {
+            if (candidate[axis] > limits.maxComputeWorkGroupCount[axis]) {
+                throw Error(format("Workgroup count {} = {} exceeds the device's "
+                                   "maxComputeWorkGroupCount[{}] of {}",
+                                   "xyz"[axis],
+                                   candidate[axis],
+                                   axis,
+                                   limits.maxComputeWorkGroupCount[axis]));
+            }
+        }
+        resolved = candidate;
+    }
+
+    // Copies first: `spec` or `push` may refer to our own members.
+    ConstantBytes newSpec = spec;
+    ConstantBytes newPush = push;
+    release();
+    mMemObjects = memObjects;
+    mSpirv = spirv;
+    mSpecializationConstants = std::move(newSpec);
+    mPushConstants = std::move(newPush);
+    mDeclaredPushConstantBytes = module.pushConstantBytes.value_or(0);
+    mWorkgroup = resolved;
+
+    vk::Device device = mDevice->device();
+    auto objects = std::make_unique<internal::AlgorithmObjects>();
+    struct Cleanup
+    {
+        Algorithm* self;
+        std::unique_ptr<internal::AlgorithmObjects>* objects;
+        bool done = false;
+        ~Cleanup()
+        {
+            if (!done) {
+                self->mObjects = std::move(*objects);
+                self->release();
+            }
+        }
+    } cleanup{ this, &objects };
+
+    std::vector<vk::DescriptorSetLayoutBinding> bindings;
+    uint32_t buffers = 0;
+    uint32_t images = 0;
+    for (uint32_t i = 0; i < mMemObjects.size(); ++i) {
+        vk::DescriptorType type = mMemObjects[i]->getDescriptorType();
+        (type == vk::DescriptorType::eStorageImage ? images : buffers) += 1;
+        objects->bindingTypes.push_back(type);
+        bindings.emplace_back(i, type, 1, vk::ShaderStageFlagBits::eCompute);
+    }
+    vk::DescriptorSetLayoutCreateInfo layoutInfo(
+      {}, static_cast<uint32_t>(bindings.size()), bindings.data());
+    check(device.createDescriptorSetLayout(&layoutInfo, nullptr, &objects->descriptorSetLayout),
+          "Creating an algorithm's descriptor set layout");
+    objects->descriptorSet =
+      mDevice->descriptorPools().allocate(objects->descriptorSetLayout, buffers, images);
+
+    vk::PushConstantRange pushRange(
+      vk::ShaderStageFlagBits::eCompute, 0, static_cast<uint32_t>(mPushConstants.bytes.size()));
+    vk::PipelineLayoutCreateInfo pipelineLayoutInfo(
+      {}, 1, &objects->descriptorSetLayout, mPushConstants.empty() ? 0 : 1, &pushRange);
+    check(device.createPipelineLayout(&pipelineLayoutInfo, nullptr, &objects->pipelineLayout),
+          "Creating an algorithm's pipeline layout");
+
+    vk::ShaderModuleCreateInfo moduleInfo({}, mSpirv.size() * sizeof(uint32_t), mSpirv.data());
+    check(device.createShaderModule(&moduleInfo, nullptr, &objects->shaderModule),
+          "Creating an algorithm's shader module");
+
+    std::vector<vk::SpecializationMapEntry> entries;
+    for (uint32_t i = 0; i < mSpecializationConstants.count(); ++i) {
+        entries.emplace_back(i, i * mSpecializationConstants.elementSize, mSpecializationConstants.elementSize);
+    }
+    vk::SpecializationInfo specialization(static_cast<uint32_t>(entries.size()),
+                                          entries.data(),
+                                          mSpecializationConstants.bytes.size(),
+                                          mSpecializationConstants.bytes.data());
+    vk::PipelineShaderStageCreateInfo stage({},
+                                            vk::ShaderStageFlagBits::eCompute,
+                                            objects->shaderModule,
+                                            "main",
+                                            entries.empty() ? nullptr : &specialization);
+    vk::ComputePipelineCreateInfo pipelineInfo({}, stage, objects->pipelineLayout);
+    check(device.createComputePipelines(
+            mDevice->pipelineCache(), 1, &pipelineInfo, nullptr, &objects->pipeline),
+          "Creating an algorithm's compute pipeline");
+
+    mObjects = std::move(objects);
+    cleanup.done = true;
+    writeDescriptors();
+    ++mGeneration;
+}
+
+void
+Algorithm::writeDescriptors()
+{
+    std::vector<vk::WriteDescriptorSet> writes;
+    writes.reserve(mMemObjects.size());
+    for (uint32_t i = 0; i < mMemObjects.size(); ++i) {
+        writes.push_back(mMemObjects[i]->constructDescriptorSet(mObjects->descriptorSet.set, i));
+    }
+    mDevice->device().updateDescriptorSets(
+      static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+}
+
+void
+Algorithm::setMemObjects(const std::vector<std::shared_ptr<Memory>>& memObjects)
+{
+    checkUsable("Algorithm::setMemObjects");
+    checkMemObjectList(memObjects, "Algorithm::setMemObjects");
+    if (memObjects.size() != mObjects->bindingTypes.size()) {
+        throw Error(format("Algorithm::setMemObjects: the algorithm has {} binding(s), but {} "
+                           "memory object(s) were given",
+                           mObjects->bindingTypes.size(),
+                           memObjects.size()));
+    }
+    const auto& limits = mDevice->properties().limits;
+    for (size_t i = 0; i < memObjects.size(); ++i) {
+        if (memObjects[i]->mDevice->device() != mDevice->device()) {
+            throw Error(format("Algorithm::setMemObjects: memory object {} belongs to another "
+                               "Manager",
+                               i));
+        }
+        if (memObjects[i]->getDescriptorType() != mObjects->bindingTypes[i]) {
+            throw Error(format("Algorithm::setMemObjects: binding {} holds a {}, but a {} was "
+                               "given",
+                               i,
+                               mObjects->bindingTypes[i] == vk::DescriptorType::eStorageImage
+                                 ? "image"
+                                 : "tensor",
+                               memoryKindName(*memObjects[i])));
+        }
+        if (memObjects[i]->getDescriptorType() == vk::DescriptorType::eStorageBuffer &&
+            memObjects[i]->memorySize() > limits.maxStorageBufferRange) {
+            throw Error(format("Binding {}: the tensor holds {} bytes, more than the device's "
+                               "maxStorageBufferRange of {} bytes",
+                               i,
+                               memObjects[i]->memorySize(),
+                               limits.maxStorageBufferRange));
+        }
+    }
+    // A descriptor set must not change while a submitted command buffer
+    // uses it; recorded sequences re-record at their next evaluation.
+    mDevice->waitForPendingWork();
+    mMemObjects = memObjects;
+    writeDescriptors();
+    ++mGeneration;
+}
+
+void
+Algorithm::recordBindCore(const vk::CommandBuffer& commandBuffer)
+{
+    checkUsable("Algorithm::recordBindCore");
+    commandBuffer.bindPipeline(vk::PipelineBindPoint::eCompute, mObjects->pipeline);
+    commandBuffer.bindDescriptorSets(vk::PipelineBindPoint::eCompute,
+                                     mObjects->pipelineLayout,
+                                     0,
+                                     1,
+                                     &mObjects->descriptorSet.set,
+                                     0,
+                                     nullptr);
+}
+
+void
+Algorithm::recordBindPush(const vk::CommandBuffer& commandBuffer)
+{
+    checkUsable("Algorithm::recordBindPush");
+    if (!mPushConstants.empty()) {
+        commandBuffer.pushConstants(mObjects->pipelineLayout,
+                                    vk::ShaderStageFlagBits::eCompute,
+                                    0,
+                                    static_cast<uint32_t>(mPushConstants.bytes.size()),
+                                    mPushConstants.bytes.data());
+    }
+}
+
+void
+Algorithm::recordDispatch(const vk::CommandBuffer& commandBuffer)
+{
+    checkUsable("Algorithm::recordDispatch");
+    commandBuffer.dispatch(mWorkgroup[0], mWorkgroup[1], mWorkgroup[2]);
+}
+
+bool
+Algorithm::isInit() const
+{
+    return mObjects && mObjects->pipeline && mDevice && mDevice->isAlive();
+}
+
+void
+Algorithm::checkUsable(const char* action) const
+{
+    if (!isInit()) {
+        if (mDevice && !mDevice->isAlive()) {
+            mDevice->checkAlive(action);
+        }
+        throw DestroyedError(format("{}: the algorithm is not built (it was destroyed, or it was "
+                                    "created without memory objects and SPIR-V)",
+                                    action));
+    }
+    for (size_t i = 0; i < mMemObjects.size(); ++i) {
+        if (!mMemObjects[i]->isInit()) {
+            throw DestroyedError(format("{}: memory object {} of the algorithm was destroyed",
+                                        action,
+                                        i));
+        }
+    }
+}
+
+void
+Algorithm::setWorkgroup(const Workgroup& workgroup, uint32_t minSize)
+{
+    Workgroup resolved = workgroup[0] > 0 ? Workgroup{ workgroup[0],
+                                                       std::max(workgroup[1], 1u),
+                                                       std::max(workgroup[2], 1u) }
+                                          : Workgroup{ minSize, 1, 1 };
+    if (mDevice && mDevice->isAlive()) {
+        const auto& limits = mDevice->properties().limits;
+        for (int axis = 0; axis < 3; ++axis) {
+            if (resolved[axis] > limits.maxComputeWorkGroupCount[axis]) {
+                throw Error(format("Workgroup count {} = {} exceeds the device's "
+                                   "maxComputeWorkGroupCount[{}] of {}",
+                                   "xyz"[axis],
+                                   resolved[axis],
+                                   axis,
+                                   limits.maxComputeWorkGroupCount[axis]));
+            }
+        }
+    }
+    mWorkgroup = resolved;
+}
+
+void
+Algorithm::setPushConstants(const void* data, uint32_t size, uint32_t memorySize)
+{
+    ConstantBytes constants;
+    constants.elementSize = memorySize;
+    constants.kind = ConstantBytes::Kind::eStruct;
+    constants.bytes.resize(static_cast<size_t>(size) * memorySize);
+    if (!constants.bytes.empty()) {
+        if (data == nullptr) {
+            throw Error("Algorithm::setPushConstants was given a null pointer");
+        }
+        std::memcpy(constants.bytes.data(), data, constants.bytes.size());
+    }
+    setPushConstants(constants);
+}
+
+void
+Algorithm::setPushConstants(const ConstantBytes& pushConstants)
+{
+    size_t expected = isInit() ? mDeclaredPushConstantBytes : mPushConstants.bytes.size();
+    if (pushConstants.bytes.size() != expected) {
+        throw Error(format("Push constants of {} bytes ({} value(s) of {}) were given, but the "
+                           "algorithm's push-constant block is {} bytes",
+                           pushConstants.bytes.size(),
+                           pushConstants.count(),
+                           pushConstants.typeName(),
+                           expected));
+    }
+    mPushConstants = pushConstants;
+}
+
+vk::Pipeline
+Algorithm::getPipeline() const
+{
+    return mObjects ? mObjects->pipeline : vk::Pipeline();
+}
+
+vk::PipelineLayout
+Algorithm::getPipelineLayout() const
+{
+    return mObjects ? mObjects->pipelineLayout : vk::PipelineLayout();
+}
+
+vk::DescriptorSet
+Algorithm::getDescriptorSet() const
+{
+    return mObjects ? mObjects->descriptorSet.set : vk::DescriptorSet();
+}
+
+void
+Algorithm::release()
+{
+    if (!mObjects) {
+        return;
+    }
+    if (mDevice && mDevice->isAlive()) {
+        mDevice->waitForPendingWork();
+        vk::Device device = mDevice->device();
+        if (mObjects->pipeline) device.destroyPipeline(mObjects->pipeline);
+        if (mObjects->shaderModule) device.destroyShaderModule(mObjects->shaderModule);
+        if (mObjects->pipelineLayout) device.destroyPipelineLayout(mObjects->pipelineLayout);
+        mDevice->descriptorPools().free(mObjects->descriptorSet);
+        if (mObjects->descriptorSetLayout) {
+            device.destroyDescriptorSetLayout(mObjects->descriptorSetLayout);
+        }
+    }
+    mObjects.reset();
+    ++mGeneration;
+}
+
+void
+Algorithm::destroy()
+{
+    release();
+}
+
+} // namespace kp

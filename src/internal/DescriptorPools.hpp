@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Descriptor sets for algorithms, carved out of a few shared pools instead
+// of one pool per algorithm.
+#pragma once
+
+#include <mutex>
+#include <vector>
+
+#include <vulkan/vulkan.hpp>
+
+namespace kp {
+namespace internal {
+
+struct DescriptorSetAllocation
+{
+    vk::DescriptorSet set;
+    vk::DescriptorPool pool;
+};
+
+class DescriptorPools
+{
+  public:
+    explicit DescriptorPools(vk::Device device) : mDevice(device) {}
+    ~DescriptorPools();
+    DescriptorPools(const DescriptorPools&) = delete;
+    DescriptorPools& operator=(const DescriptorPools&) = delete;
+
+    /** A set of `layout`, which holds this many buffers and images. */
+    DescriptorSetAllocation allocate(vk::DescriptorSetLayout layout,
+                                     uint32_t storageBuffers,
+                                     uint32_t storageImages);
+    void free(DescriptorSetAllocation& allocation);
+    /** Destroys every pool (and so every set). */
+    void releaseAll();
+
+  private:
+    vk::DescriptorPool createPool(uint32_t sets, uint32_t storageBuffers, uint32_t storageImages);
+
+    vk::Device mDevice;
+    std::mutex mMutex;
+    std::vector<vk::DescriptorPool> mSharedPools;
+    std::vector<vk::DescriptorPool> mDedicatedPools;
+};
+
+} // namespace internal
+} // namespace kp

@@ -387,7 +387,63 @@ createDevice(vk::PhysicalDevice physicalDevice,
     return created;
 }
 
+std::vector<uint32_t>
+chooseComputeQueues(vk::PhysicalDevice physicalDevice, uint32_t count)
+{
+    auto families = physicalDevice.getQueueFamilyProperties();
+    std::vector<uint32_t> order;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (uint32_t i = 0; i < families.size(); ++i) {
+            bool compute = static_cast<bool>(families[i].queueFlags & vk::QueueFlagBits::eCompute);
+            bool graphics = static_cast<bool>(families[i].queueFlags & vk::QueueFlagBits::eGraphics);
+            if (compute && graphics == (pass == 1)) {
+                order.push_back(i);
+            }
+        }
+    }
+    std::vector<uint32_t> chosen;
+    uint32_t available = 0;
+    for (uint32_t family : order) {
+        available += families[family].queueCount;
+        for (uint32_t q = 0; q < families[family].queueCount && chosen.size() < count; ++q) {
+            chosen.push_back(family);
+        }
+    }
+    if (chosen.size() < count) {
+        throw Error(format("{} compute queue(s) were asked for, but '{}' has {}",
+                           count,
+                           physicalDevice.getProperties().deviceName.data(),
+                           available));
+    }
+    return chosen;
+}
+
 } // namespace
+
+// --- Queue selection ------------------------------------------------------
+
+std::vector<uint32_t>
+Manager::computeQueueFamilies(uint32_t count, uint32_t physicalDeviceIndex)
+{
+    if (count == 0) {
+        throw Error("computeQueueFamilies: ask for at least one queue");
+    }
+    CreatedInstance instance = createInstance();
+    try {
+        auto devices = physicalDevices(instance.instance);
+        if (physicalDeviceIndex >= devices.size()) {
+            throw Error(format("Device index {} is out of range: {} Vulkan device(s) found",
+                               physicalDeviceIndex,
+                               devices.size()));
+        }
+        auto chosen = chooseComputeQueues(devices[physicalDeviceIndex], count);
+        internal::destroyInstance(instance.instance, instance.messenger);
+        return chosen;
+    } catch (...) {
+        internal::destroyInstance(instance.instance, instance.messenger);
+        throw;
+    }
+}
 
 // --- MemoryStats -----------------------------------------------------------
 

@@ -84,6 +84,13 @@ Sequence::create()
               "Allocating a sequence's command buffer");
         vk::FenceCreateInfo fenceInfo;
         check(device.createFence(&fenceInfo, nullptr, &mFence), "Creating a sequence's fence");
+        if (mDevice->features().timelineSemaphore) {
+            vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
+            vk::SemaphoreCreateInfo semaphoreInfo;
+            semaphoreInfo.pNext = &typeInfo;
+            check(device.createSemaphore(&semaphoreInfo, nullptr, &mTimeline),
+                  "Creating a sequence's timeline semaphore");
+        }
         if (mTotalTimestamps > 0) {
             vk::QueryPoolCreateInfo queryInfo(
               {}, vk::QueryType::eTimestamp, mTotalTimestamps + 1);
@@ -217,15 +224,92 @@ Sequence::submit()
     for (auto& op : mOps) {
         op->preEval(mCommandBuffer);
     }
+    collectWaits();
     check(mDevice->device().resetFences(1, &mFence), "Resetting a sequence's fence");
-    vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &mCommandBuffer);
+    vk::SubmitInfo submitInfo(static_cast<uint32_t>(mWaitSemaphores.size()),
+                              mWaitSemaphores.data(),
+                              mWaitStages.data(),
+                              1,
+                              &mCommandBuffer);
+    uint64_t signalValue = mSubmissions.load() + 1;
+    vk::TimelineSemaphoreSubmitInfo timelineInfo(static_cast<uint32_t>(mWaitValues.size()),
+                                                 mWaitValues.data(),
+                                                 1,
+                                                 &signalValue);
+    if (mTimeline) {
+        submitInfo.signalSemaphoreCount = 1;
+        submitInfo.pSignalSemaphores = &mTimeline;
+        submitInfo.pNext = &timelineInfo;
+    }
     {
         std::lock_guard<std::mutex> lock(mQueue->mutex);
         check(mQueue->handle.submit(1, &submitInfo, mFence), "Submitting a sequence");
     }
+    mSubmissions.store(signalValue);
     mRunning = true;
     mTimestampsReady = false;
     mDevice->noteSubmitted();
+}
+
+void
+Sequence::collectWaits()
+{
+    mWaitSemaphores.clear();
+    mWaitValues.clear();
+    mWaitStages.clear();
+    for (auto& weak : mWaits) {
+        std::shared_ptr<Sequence> other = weak.lock();
+        if (!other || !other->mFence) {
+            continue; // gone or destroyed: nothing left to wait for
+        }
+        uint64_t value = other->mSubmissions.load();
+        if (value == 0) {
+            continue;
+        }
+        if (mTimeline && other->mTimeline) {
+            mWaitSemaphores.push_back(other->mTimeline);
+            mWaitValues.push_back(value);
+            mWaitStages.push_back(vk::PipelineStageFlagBits::eAllCommands);
+        } else {
+            // No timeline semaphores: wait on the host for its submission.
+            vk::Result result =
+              mDevice->device().waitForFences(1, &other->mFence, VK_TRUE, UINT64_MAX);
+            check(result, "Waiting on the host for a sequence this one depends on");
+        }
+    }
+}
+
+std::shared_ptr<Sequence>
+Sequence::waitFor(const std::shared_ptr<Sequence>& other)
+{
+    UseGuard guard(*this);
+    checkUsable("Sequence::waitFor");
+    if (!other) {
+        throw Error("Sequence::waitFor was given a null sequence");
+    }
+    if (other.get() == this) {
+        throw Error("A sequence cannot wait for itself");
+    }
+    if (!other->mDevice || other->mDevice->device() != mDevice->device()) {
+        throw Error("Sequence::waitFor: the other sequence belongs to another Manager");
+    }
+    for (const auto& existing : mWaits) {
+        if (existing.lock() == other) {
+            return shared_from_this();
+        }
+    }
+    mWaits.push_back(other);
+    mWaitSemaphores.reserve(mWaits.size());
+    mWaitValues.reserve(mWaits.size());
+    mWaitStages.reserve(mWaits.size());
+    return shared_from_this();
+}
+
+void
+Sequence::clearWaits()
+{
+    UseGuard guard(*this);
+    mWaits.clear();
 }
 
 void
@@ -413,6 +497,9 @@ Sequence::destroy()
         if (mTimestampPool) {
             device.destroyQueryPool(mTimestampPool);
         }
+        if (mTimeline) {
+            device.destroySemaphore(mTimeline);
+        }
         if (mFence) {
             device.destroyFence(mFence);
         }
@@ -424,6 +511,8 @@ Sequence::destroy()
     mRecording = false;
     mHasBatch = false;
     mTimestampPool = vk::QueryPool();
+    mTimeline = vk::Semaphore();
+    mWaits.clear();
     mFence = vk::Fence();
     mCommandBuffer = vk::CommandBuffer();
     mCommandPool = vk::CommandPool();

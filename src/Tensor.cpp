@@ -64,6 +64,12 @@ createBuffer(internal::Device& device,
 {
     vk::Device vkDevice = device.device();
     vk::BufferCreateInfo info({}, size, usage, vk::SharingMode::eExclusive);
+    const auto& families = device.queueFamilies();
+    if (families.size() > 1) {
+        info.sharingMode = vk::SharingMode::eConcurrent;
+        info.queueFamilyIndexCount = static_cast<uint32_t>(families.size());
+        info.pQueueFamilyIndices = families.data();
+    }
     CreatedBuffer created;
     check(vkDevice.createBuffer(&info, nullptr, &created.buffer),
           format("Creating the {} ({} bytes)", what, size));

@@ -190,6 +190,19 @@ class Manager
     std::shared_ptr<vk::Instance> getVkInstance() const;
 
     // --- ours ---
+
+    /**
+     * Family indices for `count` compute queues of device
+     * `physicalDeviceIndex`, to pass as familyQueueIndices: queues of
+     * compute-only families first (GPUs run them beside the general queue),
+     * then of the other compute families. Throws if the device has fewer
+     * compute queues than `count`.
+     *
+     *     kp::Manager mgr(0, kp::Manager::computeQueueFamilies(2));
+     */
+    static std::vector<uint32_t> computeQueueFamilies(uint32_t count,
+                                                      uint32_t physicalDeviceIndex = 0);
+
     std::shared_ptr<vk::Device> getVkDevice() const;
     std::shared_ptr<vk::PhysicalDevice> getVkPhysicalDevice() const;
     /** Number of queues this manager uses (sequence(i) takes i below it). */

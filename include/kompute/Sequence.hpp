@@ -138,6 +138,24 @@ class Sequence : public std::enable_shared_from_this<Sequence>
      * period (ours). */
     std::vector<double> getTimestampsNs();
 
+    /**
+     * Makes every later submission of this sequence wait, on the GPU, for
+     * the latest submission of `other` (ours). The dependency stays until
+     * clearWaits(). Where the device has timeline semaphores no host wait is
+     * involved, even across queues; elsewhere the submission waits on the
+     * host for `other` to finish. A sequence that was never submitted is not
+     * waited for.
+     */
+    std::shared_ptr<Sequence> waitFor(const std::shared_ptr<Sequence>& other);
+    /** Drops the dependencies added by waitFor (ours). */
+    void clearWaits();
+    /** Number of submissions so far; the value this sequence's timeline
+     * semaphore reaches when the latest one completes (ours). */
+    uint64_t submissionCount() const { return mSubmissions.load(); }
+    /** The timeline semaphore signalled by each submission, or null where
+     * the device has no timeline semaphores (ours, for host Vulkan code). */
+    vk::Semaphore getTimelineSemaphore() const { return mTimeline; }
+
     /** The command buffer (ours, to interoperate with host Vulkan code). */
     vk::CommandBuffer getCommandBuffer() const { return mCommandBuffer; }
 
@@ -152,6 +170,8 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     /** Starts a new batch holding the current operations again. */
     void recordAgain();
     void submit();
+    /** Fills the wait arrays of the next submission from mWaits. */
+    void collectWaits();
     void await(uint64_t waitFor);
     void dropOps();
 
@@ -166,6 +186,16 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     vk::QueryPool mTimestampPool;
 
     std::vector<std::shared_ptr<OpBase>> mOps;
+
+    // GPU-side dependencies (waitFor) and the timeline semaphore others
+    // wait on. The vectors keep their capacity so a submission does not
+    // allocate.
+    vk::Semaphore mTimeline;
+    std::atomic<uint64_t> mSubmissions{ 0 };
+    std::vector<std::weak_ptr<Sequence>> mWaits;
+    std::vector<vk::Semaphore> mWaitSemaphores;
+    std::vector<uint64_t> mWaitValues;
+    std::vector<vk::PipelineStageFlags> mWaitStages;
     bool mRecording = false;
     bool mHasBatch = false;
     bool mRunning = false;

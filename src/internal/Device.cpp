@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "internal/Device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -55,6 +56,9 @@ Device::Device(const Handles& handles,
         queue->timestampValidBits = familyProperties[family].timestampValidBits;
         queue->handle = handles.device.getQueue(family, usedPerFamily[family]++);
         mQueues.push_back(std::move(queue));
+        if (std::find(mQueueFamilies.begin(), mQueueFamilies.end(), family) == mQueueFamilies.end()) {
+            mQueueFamilies.push_back(family);
+        }
     }
     mAllocator = std::make_unique<Allocator>(
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
@@ -301,6 +305,9 @@ Device::adoptQueue(vk::Queue handle, uint32_t familyIndex)
     queue->flags = familyProperties[familyIndex].queueFlags;
     queue->timestampValidBits = familyProperties[familyIndex].timestampValidBits;
     mQueues.push_back(std::move(queue));
+    if (std::find(mQueueFamilies.begin(), mQueueFamilies.end(), familyIndex) == mQueueFamilies.end()) {
+        mQueueFamilies.push_back(familyIndex);
+    }
 }
 
 std::shared_ptr<Device>

@@ -96,6 +96,10 @@ class Device
     bool ownsDevice() const { return mHandles.ownsDevice; }
 
     uint32_t queueCount() const { return static_cast<uint32_t>(mQueues.size()); }
+    /** The distinct families of the queues. Resources are shared
+     * concurrently between them when there are several, so that sequences
+     * on different families can use them without ownership transfers. */
+    const std::vector<uint32_t>& queueFamilies() const { return mQueueFamilies; }
     /** Throws kp::Error naming the valid range when out of range. */
     Queue& queue(uint32_t index);
     /** Adds a queue handle obtained by the caller (standalone contexts). */
@@ -129,6 +133,7 @@ class Device
     vk::PhysicalDeviceProperties mProperties;
     DeviceFeatures mFeatures;
     std::vector<std::unique_ptr<Queue>> mQueues;
+    std::vector<uint32_t> mQueueFamilies;
     std::unique_ptr<Allocator> mAllocator;
     std::unique_ptr<DescriptorPools> mDescriptorPools;
     std::mutex mPipelineCacheMutex;

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The raw-Vulkan baseline: the same work written directly against the C
+// API, on the Manager's own device and queue, the way a careful hand-written
+// program does it (dedicated allocations made once, persistent mapping,
+// pre-recorded command buffers, one reused fence, one submit).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <vulkan/vulkan.h>
+
+#include <kompute/Kompute.hpp>
+
+namespace bench {
+
+class RawVulkan
+{
+  public:
+    struct Buffer
+    {
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceMemory memory = VK_NULL_HANDLE;
+        VkDeviceSize size = 0;
+        void* mapped = nullptr;
+    };
+
+    struct Pipeline
+    {
+        VkShaderModule module = VK_NULL_HANDLE;
+        VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+        VkPipelineLayout layout = VK_NULL_HANDLE;
+        VkPipeline pipeline = VK_NULL_HANDLE;
+        VkDescriptorPool pool = VK_NULL_HANDLE;
+        VkDescriptorSet set = VK_NULL_HANDLE;
+        uint32_t pushBytes = 0;
+    };
+
+    /** Works on queue `queueIndex` of the manager (its first queue in a
+     * family is index 0 of that family). */
+    RawVulkan(kp::Manager& manager, uint32_t queueIndex = 0, uint32_t indexInFamily = 0);
+    ~RawVulkan();
+    RawVulkan(const RawVulkan&) = delete;
+    RawVulkan& operator=(const RawVulkan&) = delete;
+
+    VkDevice device() const { return mDevice; }
+    VkQueue queue() const { return mQueue; }
+    uint32_t family() const { return mFamily; }
+
+    /** A buffer with its own VkDeviceMemory, mapped if host-visible. */
+    Buffer createBuffer(VkDeviceSize size,
+                        VkBufferUsageFlags usage,
+                        VkMemoryPropertyFlags required,
+                        VkMemoryPropertyFlags preferred = 0);
+    void destroy(Buffer& buffer);
+
+    Pipeline createPipeline(const std::vector<uint32_t>& spirv,
+                            const std::vector<Buffer*>& buffers,
+                            uint32_t pushBytes = 0);
+    void destroy(Pipeline& pipeline);
+
+    VkCommandBuffer allocateCommandBuffer();
+    void begin(VkCommandBuffer cmd);
+    void end(VkCommandBuffer cmd);
+    /** Global barrier: compute/transfer writes before compute/transfer
+     * reads and writes. */
+    void barrier(VkCommandBuffer cmd);
+    /** Global barrier making device writes visible to host reads. */
+    void hostBarrier(VkCommandBuffer cmd);
+    void bindAndDispatch(VkCommandBuffer cmd,
+                         const Pipeline& pipeline,
+                         uint32_t x,
+                         uint32_t y = 1,
+                         uint32_t z = 1,
+                         const void* push = nullptr);
+
+    /** One submit and one wait on the reused fence. */
+    void submitAndWait(VkCommandBuffer cmd);
+
+  private:
+    uint32_t memoryType(uint32_t allowed, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+
+    VkDevice mDevice = VK_NULL_HANDLE;
+    VkPhysicalDevice mPhysicalDevice = VK_NULL_HANDLE;
+    VkQueue mQueue = VK_NULL_HANDLE;
+    uint32_t mFamily = 0;
+    VkCommandPool mPool = VK_NULL_HANDLE;
+    VkFence mFence = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties mMemory{};
+};
+
+/** Throws when a raw Vulkan call fails. */
+void vkCheck(VkResult result, const char* what);
+
+} // namespace bench

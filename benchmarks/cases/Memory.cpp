@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cases (d), (e), (f), (g): transfers, tensor creation, algorithm creation
+// with a warm pipeline cache, and a copy shader's bandwidth.
+#include "../Harness.hpp"
+#include "../RawVulkan.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace bench {
+namespace {
+
+std::vector<uint64_t>
+transferSizes(bool quick)
+{
+    if (quick) {
+        return { 1ull << 20 };
+    }
+    return { 1ull << 20, 16ull << 20, 256ull << 20, 1ull << 30 };
+}
+
+std::string
+sizeName(uint64_t bytes)
+{
+    return bytes >= (1ull << 30) ? std::to_string(bytes >> 30) + "GiB"
+                                 : std::to_string(bytes >> 20) + "MiB";
+}
+
+const char* kCopyShader = R"(
+#version 450
+layout(local_size_x = 256) in;
+layout(set = 0, binding = 0) readonly buffer Source { uvec4 source[]; };
+layout(set = 0, binding = 1) writeonly buffer Target { uvec4 target[]; };
+layout(push_constant) uniform Count { uint count; };
+void main()
+{
+    // Grid-stride loop: any grid covers any size.
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < count; i += stride) {
+        target[i] = source[i];
+    }
+}
+)";
+
+} // namespace
+
+BENCH_CASE("d_sync_bandwidth", "OpSyncDevice / OpSyncLocal of eDevice tensors, host memcpy included")
+{
+    kp::Manager& mgr = context.manager();
+    RawVulkan raw(mgr);
+    for (uint64_t bytes : transferSizes(context.quick())) {
+        uint32_t count = static_cast<uint32_t>(bytes / 4);
+        std::vector<float> user(count, 1.0f);
+        std::vector<float> back(count, 0.0f);
+        auto tensor = mgr.tensorT<float>(count);
+        auto upload = mgr.sequence();
+        upload->record<kp::OpSyncDevice>({ tensor });
+        auto download = mgr.sequence();
+        download->record<kp::OpSyncLocal>({ tensor });
+        std::string name = "d_sync_" + sizeName(bytes);
+        double gb = double(bytes) / 1e9;
+
+        auto& up = context.add(name + "_to_device", "kompute", "GB/s", true);
+        auto& down = context.add(name + "_to_host", "kompute", "GB/s", true);
+        for (int r = 0; r < context.repetitions() + 1; ++r) {
+            double t = secondsOf([&] {
+                std::memcpy(tensor->data(), user.data(), bytes);
+                upload->eval();
+            });
+            double u = secondsOf([&] {
+                download->eval();
+                std::memcpy(back.data(), tensor->data(), bytes);
+            });
+            if (r > 0) {
+                up.samples.push_back(gb / t);
+                down.samples.push_back(gb / u);
+            }
+        }
+        up.notes["staging"] = mgr.usesStagingForDeviceMemory() ? "yes" : "no (unified memory)";
+
+        // The raw baseline: pinned (host-visible, cached) memory and a
+        // device-local buffer, the copy pre-recorded; measured with and
+        // without the user's memcpy.
+        auto pinned = raw.createBuffer(bytes,
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        auto device = raw.createBuffer(bytes,
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+        VkCommandBuffer toDevice = raw.allocateCommandBuffer();
+        VkCommandBuffer toHost = raw.allocateCommandBuffer();
+        VkBufferCopy region{ 0, 0, bytes };
+        raw.begin(toDevice);
+        vkCmdCopyBuffer(toDevice, pinned.buffer, device.buffer, 1, &region);
+        raw.end(toDevice);
+        raw.begin(toHost);
+        vkCmdCopyBuffer(toHost, device.buffer, pinned.buffer, 1, &region);
+        raw.hostBarrier(toHost);
+        raw.end(toHost);
+        auto& rawUp = context.add(name + "_to_device", "raw_vulkan", "GB/s", true);
+        auto& rawDown = context.add(name + "_to_host", "raw_vulkan", "GB/s", true);
+        auto& dmaUp = context.add(name + "_to_device", "raw_vulkan_dma_only", "GB/s", true);
+        auto& dmaDown = context.add(name + "_to_host", "raw_vulkan_dma_only", "GB/s", true);
+        for (int r = 0; r < context.repetitions() + 1; ++r) {
+            double t = secondsOf([&] {
+                std::memcpy(pinned.mapped, user.data(), bytes);
+                raw.submitAndWait(toDevice);
+            });
+            double u = secondsOf([&] {
+                raw.submitAndWait(toHost);
+                std::memcpy(back.data(), pinned.mapped, bytes);
+            });
+            double dt = secondsOf([&] { raw.submitAndWait(toDevice); });
+            double du = secondsOf([&] { raw.submitAndWait(toHost); });
+            if (r > 0) {
+                rawUp.samples.push_back(gb / t);
+                rawDown.samples.push_back(gb / u);
+                dmaUp.samples.push_back(gb / dt);
+                dmaDown.samples.push_back(gb / du);
+            }
+        }
+        raw.destroy(pinned);
+        raw.destroy(device);
+        tensor->destroy();
+    }
+}
+
+BENCH_CASE("e_tensor_create_destroy", "create and destroy 10,000 tensors of 256 floats")
+{
+    kp::Manager& mgr = context.manager();
+    const uint32_t count = context.quick() ? 500 : 10000;
+    std::vector<float> data(256, 1.0f);
+    auto& kompute = context.add("e_tensor_create_destroy", "kompute", "us_per_tensor", false);
+    kompute.notes["memory"] = "eDevice, with data";
+    sample(kompute, 1, context.repetitions(), 1e6 / count, [&] {
+        std::vector<std::shared_ptr<kp::TensorT<float>>> tensors;
+        tensors.reserve(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            tensors.push_back(mgr.tensorT<float>(data));
+        }
+        tensors.clear();
+    });
+
+    // Raw: one buffer and one VkDeviceMemory per tensor, as a program
+    // without a sub-allocator does.
+    RawVulkan raw(mgr);
+    auto& baseline = context.add("e_tensor_create_destroy", "raw_vulkan", "us_per_tensor", false);
+    baseline.notes["memory"] = "one VkDeviceMemory per buffer, host-visible";
+    sample(baseline, 1, context.repetitions(), 1e6 / count, [&] {
+        std::vector<RawVulkan::Buffer> buffers;
+        buffers.reserve(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            buffers.push_back(raw.createBuffer(1024,
+                                               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                 VK_MEMORY_PROPERTY_HOST_COHERENT_BIT));
+            std::memcpy(buffers.back().mapped, data.data(), 1024);
+        }
+        for (auto& buffer : buffers) {
+            raw.destroy(buffer);
+        }
+    });
+}
+
+BENCH_CASE("f_algorithm_create", "algorithm creation with a warm pipeline cache vs a cold one")
+{
+    kp::Manager& mgr = context.manager();
+    auto a = mgr.tensorT<uint32_t>(std::vector<uint32_t>(256, 1));
+    auto b = mgr.tensorT<uint32_t>(std::vector<uint32_t>(256, 0));
+    int count = context.quick() ? 3 : 20;
+    // Each cold build gets a shader the cache has never seen: a define that
+    // changes the code.
+    auto& cold = context.add("f_algorithm_create", "kompute_cold_cache", "us_per_algorithm", false);
+    auto& warm = context.add("f_algorithm_create", "kompute", "us_per_algorithm", false);
+    static int generation = 0;
+    for (int r = 0; r < context.repetitions(); ++r) {
+        std::vector<std::vector<uint32_t>> shaders;
+        for (int i = 0; i < count; ++i) {
+            std::string source = std::string(kCopyShader);
+            source.replace(source.find("target[i] = source[i];"),
+                           std::string("target[i] = source[i];").size(),
+                           "target[i] = source[i] + uvec4(" + std::to_string(++generation) + ");");
+            shaders.push_back(kp::Shader::compileSource(source));
+        }
+        double coldSeconds = secondsOf([&] {
+            for (const auto& spirv : shaders) {
+                mgr.algorithm<float, uint32_t>({ a, b }, spirv, { 1, 1, 1 }, {}, { 64u });
+            }
+        });
+        double warmSeconds = secondsOf([&] {
+            for (const auto& spirv : shaders) {
+                mgr.algorithm<float, uint32_t>({ a, b }, spirv, { 1, 1, 1 }, {}, { 64u });
+            }
+        });
+        cold.samples.push_back(coldSeconds * 1e6 / count);
+        warm.samples.push_back(warmSeconds * 1e6 / count);
+    }
+}
+
+BENCH_CASE("g_copy_shader_bandwidth", "a copy shader over 1 GiB (bytes read + written)")
+{
+    kp::Manager& mgr = context.manager();
+    uint64_t bytes = context.quick() ? (16ull << 20) : (1ull << 30);
+    const auto& limits = mgr.getDeviceProperties().limits;
+    if (bytes > limits.maxStorageBufferRange) {
+        bytes = uint64_t(limits.maxStorageBufferRange) / 16 * 16;
+    }
+    uint32_t vec4s = static_cast<uint32_t>(bytes / 16);
+    auto source = mgr.tensorT<uint32_t>(vec4s * 4, kp::Memory::MemoryTypes::eStorage);
+    auto target = mgr.tensorT<uint32_t>(vec4s * 4, kp::Memory::MemoryTypes::eStorage);
+    uint32_t groups = std::min<uint32_t>(65535, (vec4s + 255) / 256);
+    auto spirv = compile(kCopyShader);
+    auto algorithm = mgr.algorithm<float, uint32_t>({ source, target }, spirv, { groups, 1, 1 }, {}, { vec4s });
+    auto sequence = mgr.sequence(0, 1);
+    sequence->record<kp::OpAlgoDispatch>(algorithm);
+    auto& kompute = context.add("g_copy_shader_bandwidth", "kompute", "GB/s", true);
+    kompute.notes["bytes"] = std::to_string(bytes);
+    kompute.notes["timing"] = "GPU timestamps around the dispatch";
+    double moved = 2.0 * double(bytes) / 1e9;
+    sequence->eval();
+    for (int r = 0; r < context.repetitions(); ++r) {
+        sequence->eval();
+        auto ns = sequence->getTimestampsNs();
+        kompute.samples.push_back(moved / ((ns[1] - ns[0]) * 1e-9));
+    }
+}
+
+} // namespace bench

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// kompute-bench: runs the benchmark suite, prints a table (Kompute against
+// the raw-Vulkan baseline measured in the same process) and optionally
+// writes JSON and a plot.
+//
+//   kompute-bench [--quick] [--repetitions N] [--filter TEXT]
+//                 [--device N] [--json FILE] [--plot FILE.png]
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "Harness.hpp"
+
+namespace {
+
+std::string
+jsonEscape(const std::string& text)
+{
+    std::string out;
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+void
+writeJson(const std::string& path,
+          const bench::Measurements& measurements,
+          const std::string& deviceName,
+          bool quick)
+{
+    std::ofstream out(path);
+    out << "{\n  \"device\": \"" << jsonEscape(deviceName) << "\",\n  \"quick\": "
+        << (quick ? "true" : "false") << ",\n  \"measurements\": [\n";
+    for (size_t i = 0; i < measurements.size(); ++i) {
+        const auto& m = measurements[i];
+        out << "    {\"case\": \"" << jsonEscape(m.caseName) << "\", \"variant\": \""
+            << jsonEscape(m.variant) << "\", \"metric\": \"" << jsonEscape(m.metric)
+            << "\", \"higher_is_better\": " << (m.higherIsBetter ? "true" : "false")
+            << ", \"median\": " << std::setprecision(9) << m.median() << ", \"samples\": [";
+        for (size_t s = 0; s < m.samples.size(); ++s) {
+            out << (s ? ", " : "") << m.samples[s];
+        }
+        out << "], \"notes\": {";
+        size_t n = 0;
+        for (const auto& [key, value] : m.notes) {
+            out << (n++ ? ", " : "") << "\"" << jsonEscape(key) << "\": \"" << jsonEscape(value)
+                << "\"";
+        }
+        out << "}}" << (i + 1 < measurements.size() ? "," : "") << "\n";
+    }
+    out << "  ]\n}\n";
+    if (!out) {
+        throw std::runtime_error("cannot write " + path);
+    }
+}
+
+// Prints one row per case and metric: each variant's median, and each
+// variant's ratio to the Kompute figure.
+void
+printTable(const bench::Measurements& measurements)
+{
+    std::cout << std::left << std::setw(30) << "case" << std::setw(22) << "metric" << std::setw(16)
+              << "variant" << std::right << std::setw(14) << "median" << std::setw(12)
+              << "vs kompute" << std::setw(6) << "n" << "\n";
+    std::map<std::pair<std::string, std::string>, double> komputeMedian;
+    for (const auto& m : measurements) {
+        if (m.variant == "kompute") {
+            komputeMedian[{ m.caseName, m.metric }] = m.median();
+        }
+    }
+    for (const auto& m : measurements) {
+        auto key = std::make_pair(m.caseName, m.metric);
+        std::ostringstream ratio;
+        auto it = komputeMedian.find(key);
+        if (m.variant != "kompute" && it != komputeMedian.end() && m.median() > 0) {
+            // Reported as "how many times the baseline Kompute's figure is":
+            // for times, Kompute/baseline; for rates, baseline/Kompute.
+            double r = m.higherIsBetter ? m.median() / it->second : it->second / m.median();
+            ratio << std::fixed << std::setprecision(2) << r << "x";
+        }
+        std::cout << std::left << std::setw(30) << m.caseName << std::setw(22) << m.metric
+                  << std::setw(16) << m.variant << std::right << std::setw(14) << std::setprecision(4)
+                  << m.median() << std::setw(12) << ratio.str() << std::setw(6) << m.samples.size()
+                  << "\n";
+    }
+    std::cout << "(vs kompute: Kompute's time over the baseline's, or the baseline's rate over "
+                 "Kompute's; below 1 means Kompute is faster)\n";
+}
+
+int
+usage()
+{
+    std::cerr << "usage: kompute-bench [--quick] [--repetitions N] [--filter TEXT] [--device N] "
+                 "[--json FILE] [--plot FILE.png] [--list]\n";
+    return 2;
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    bench::Options options;
+    std::string jsonPath;
+    std::string plotPath;
+    uint32_t device = 0;
+    bool list = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string arg = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                throw std::runtime_error(arg + " needs a value");
+            }
+            return argv[++i];
+        };
+        try {
+            if (arg == "--quick") {
+                options.quick = true;
+                options.repetitions = 2;
+            } else if (arg == "--repetitions") {
+                options.repetitions = std::stoi(next());
+            } else if (arg == "--filter") {
+                options.filter = next();
+            } else if (arg == "--device") {
+                device = static_cast<uint32_t>(std::stoul(next()));
+            } else if (arg == "--json") {
+                jsonPath = next();
+            } else if (arg == "--plot") {
+                plotPath = next();
+            } else if (arg == "--list") {
+                list = true;
+            } else {
+                return usage();
+            }
+        } catch (const std::exception& error) {
+            std::cerr << error.what() << "\n";
+            return usage();
+        }
+    }
+    if (list) {
+        for (const auto& c : bench::cases()) {
+            std::cout << c.name << ": " << c.description << "\n";
+        }
+        return 0;
+    }
+
+    kp::Manager manager(device);
+    std::string deviceName = manager.getDeviceProperties().deviceName.data();
+    std::cout << "kompute-bench on " << deviceName << (options.quick ? " (quick mode)" : "") << "\n";
+    bench::Context context(options, manager);
+    int failures = 0;
+    for (const auto& c : bench::cases()) {
+        if (!options.filter.empty() && c.name.find(options.filter) == std::string::npos) {
+            continue;
+        }
+        std::cout << "running " << c.name << ": " << c.description << std::endl;
+        try {
+            c.run(context);
+        } catch (const std::exception& error) {
+            std::cerr << "case " << c.name << " failed: " << error.what() << "\n";
+            ++failures;
+        }
+    }
+    printTable(context.measurements());
+    if (!jsonPath.empty()) {
+        writeJson(jsonPath, context.measurements(), deviceName, options.quick);
+        std::cout << "wrote " << jsonPath << "\n";
+        if (!plotPath.empty()) {
+            std::string command = std::string("python3 \"") + KOMPUTE_BENCH_PLOT_SCRIPT + "\" \"" +
+                                  plotPath + "\" \"" + jsonPath + "\"";
+            if (std::system(command.c_str()) != 0) {
+                std::cerr << "plotting failed (is matplotlib installed?)\n";
+                ++failures;
+            }
+        }
+    } else if (!plotPath.empty()) {
+        std::cerr << "--plot needs --json (the plot is drawn from the JSON)\n";
+        ++failures;
+    }
+    return failures == 0 ? 0 : 1;
+}

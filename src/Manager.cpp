@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <mutex>
 #include <sstream>
 
 #include "internal/Check.hpp"
@@ -66,8 +67,34 @@ struct CreatedInstance
     uint32_t apiVersion = 0;
 };
 
+// The layers named in KOMPUTE_ENV_DEBUG_LAYERS that are installed.
+std::vector<std::string>
+availableRequestedLayers()
+{
+    uint32_t layerCount = 0;
+    check(vk::enumerateInstanceLayerProperties(&layerCount, nullptr),
+          "Listing Vulkan instance layers");
+    std::vector<vk::LayerProperties> availableLayers(layerCount);
+    check(vk::enumerateInstanceLayerProperties(&layerCount, availableLayers.data()),
+          "Listing Vulkan instance layers");
+    std::vector<std::string> layerNames;
+    for (const auto& layer : requestedLayers()) {
+        bool found = std::any_of(availableLayers.begin(), availableLayers.end(), [&](const auto& l) {
+            return layer == l.layerName.data();
+        });
+        if (found) {
+            layerNames.push_back(layer);
+        } else {
+            KP_LOG_WARN("Layer {} named in KOMPUTE_ENV_DEBUG_LAYERS is not installed; "
+                        "continuing without it",
+                        layer);
+        }
+    }
+    return layerNames;
+}
+
 CreatedInstance
-createInstance()
+createInstance(const std::vector<std::string>& layerNames)
 {
     CreatedInstance created;
     uint32_t loaderVersion = VK_API_VERSION_1_0;
@@ -110,25 +137,6 @@ createInstance()
         flags |= vk::InstanceCreateFlagBits::eEnumeratePortabilityKHR;
     }
 
-    uint32_t layerCount = 0;
-    check(vk::enumerateInstanceLayerProperties(&layerCount, nullptr),
-          "Listing Vulkan instance layers");
-    std::vector<vk::LayerProperties> availableLayers(layerCount);
-    check(vk::enumerateInstanceLayerProperties(&layerCount, availableLayers.data()),
-          "Listing Vulkan instance layers");
-    std::vector<std::string> layerNames;
-    for (const auto& layer : requestedLayers()) {
-        bool found = std::any_of(availableLayers.begin(), availableLayers.end(), [&](const auto& l) {
-            return layer == l.layerName.data();
-        });
-        if (found) {
-            layerNames.push_back(layer);
-        } else {
-            KP_LOG_WARN("Layer {} named in KOMPUTE_ENV_DEBUG_LAYERS is not installed; "
-                        "continuing without it",
-                        layer);
-        }
-    }
     std::vector<const char*> layers;
     for (const auto& name : layerNames) {
         layers.push_back(name.c_str());
@@ -166,6 +174,45 @@ createInstance()
         }
     }
     return created;
+}
+
+// One instance per process (per set of layers), shared by every Manager and
+// destroyed at exit. Some drivers (NVIDIA's among them) stop creating
+// instances, or misbehave, after a few dozen create/destroy cycles in one
+// process, which a program or test suite making many Managers would hit.
+class InstanceCache
+{
+  public:
+    ~InstanceCache()
+    {
+        for (auto& entry : mEntries) {
+            internal::destroyInstance(entry.second.instance, entry.second.messenger);
+        }
+    }
+
+    CreatedInstance get()
+    {
+        std::vector<std::string> layers = availableRequestedLayers();
+        std::lock_guard<std::mutex> lock(mMutex);
+        for (const auto& entry : mEntries) {
+            if (entry.first == layers) {
+                return entry.second;
+            }
+        }
+        mEntries.emplace_back(layers, createInstance(layers));
+        return mEntries.back().second;
+    }
+
+  private:
+    std::mutex mMutex;
+    std::vector<std::pair<std::vector<std::string>, CreatedInstance>> mEntries;
+};
+
+CreatedInstance
+processInstance()
+{
+    static InstanceCache cache;
+    return cache.get();
 }
 
 // --- Device ---------------------------------------------------------------
@@ -428,21 +475,14 @@ Manager::computeQueueFamilies(uint32_t count, uint32_t physicalDeviceIndex)
     if (count == 0) {
         throw Error("computeQueueFamilies: ask for at least one queue");
     }
-    CreatedInstance instance = createInstance();
-    try {
-        auto devices = physicalDevices(instance.instance);
-        if (physicalDeviceIndex >= devices.size()) {
-            throw Error(format("Device index {} is out of range: {} Vulkan device(s) found",
-                               physicalDeviceIndex,
-                               devices.size()));
-        }
-        auto chosen = chooseComputeQueues(devices[physicalDeviceIndex], count);
-        internal::destroyInstance(instance.instance, instance.messenger);
-        return chosen;
-    } catch (...) {
-        internal::destroyInstance(instance.instance, instance.messenger);
-        throw;
+    CreatedInstance instance = processInstance();
+    auto devices = physicalDevices(instance.instance);
+    if (physicalDeviceIndex >= devices.size()) {
+        throw Error(format("Device index {} is out of range: {} Vulkan device(s) found",
+                           physicalDeviceIndex,
+                           devices.size()));
     }
+    return chooseComputeQueues(devices[physicalDeviceIndex], count);
 }
 
 // --- MemoryStats -----------------------------------------------------------
@@ -488,11 +528,9 @@ Manager::Manager(uint32_t physicalDeviceIndex,
                  const std::vector<uint32_t>& familyQueueIndices,
                  const std::vector<std::string>& desiredExtensions)
 {
-    CreatedInstance instance = createInstance();
+    CreatedInstance instance = processInstance();
     internal::Device::Handles handles;
     handles.instance = instance.instance;
-    handles.messenger = instance.messenger;
-    handles.ownsInstance = true;
     try {
         auto devices = physicalDevices(instance.instance);
         if (devices.empty()) {
@@ -521,7 +559,6 @@ Manager::Manager(uint32_t physicalDeviceIndex,
         if (handles.device) {
             handles.device.destroy();
         }
-        internal::destroyInstance(handles.instance, handles.messenger);
         throw;
     }
     mInstance = std::make_shared<vk::Instance>(mDevice->instance());

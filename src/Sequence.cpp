@@ -73,24 +73,13 @@ Sequence::create()
                            mQueue->familyIndex));
     }
 
+    internal::SequenceResources resources = mDevice->acquireSequenceResources(mQueue->familyIndex);
+    mCommandPool = resources.commandPool;
+    mCommandBuffer = resources.commandBuffer;
+    mFence = resources.fence;
+    mTimeline = resources.timeline;
+    mSubmissions.store(resources.timelineValue);
     try {
-        vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
-                                           mQueue->familyIndex);
-        check(device.createCommandPool(&poolInfo, nullptr, &mCommandPool),
-              "Creating a sequence's command pool");
-        vk::CommandBufferAllocateInfo allocateInfo(
-          mCommandPool, vk::CommandBufferLevel::ePrimary, 1);
-        check(device.allocateCommandBuffers(&allocateInfo, &mCommandBuffer),
-              "Allocating a sequence's command buffer");
-        vk::FenceCreateInfo fenceInfo;
-        check(device.createFence(&fenceInfo, nullptr, &mFence), "Creating a sequence's fence");
-        if (mDevice->features().timelineSemaphore) {
-            vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
-            vk::SemaphoreCreateInfo semaphoreInfo;
-            semaphoreInfo.pNext = &typeInfo;
-            check(device.createSemaphore(&semaphoreInfo, nullptr, &mTimeline),
-                  "Creating a sequence's timeline semaphore");
-        }
         if (mTotalTimestamps > 0) {
             vk::QueryPoolCreateInfo queryInfo(
               {}, vk::QueryType::eTimestamp, mTotalTimestamps + 1);
@@ -497,15 +486,14 @@ Sequence::destroy()
         if (mTimestampPool) {
             device.destroyQueryPool(mTimestampPool);
         }
-        if (mTimeline) {
-            device.destroySemaphore(mTimeline);
-        }
-        if (mFence) {
-            device.destroyFence(mFence);
-        }
-        if (mCommandPool) {
-            device.destroyCommandPool(mCommandPool); // frees the command buffer
-        }
+        internal::SequenceResources resources;
+        resources.family = mQueue != nullptr ? mQueue->familyIndex : 0;
+        resources.commandPool = mCommandPool;
+        resources.commandBuffer = mCommandBuffer;
+        resources.fence = mFence;
+        resources.timeline = mTimeline;
+        resources.timelineValue = mSubmissions.load();
+        mDevice->releaseSequenceResources(resources);
     }
     mRunning = false;
     mRecording = false;

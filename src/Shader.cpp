@@ -34,9 +34,12 @@ Shader::compileSource(const std::string& source,
                       const std::string& entryPoint)
 {
 #ifdef KOMPUTE_SHADER_COMPILER
-    // shaderc::Compiler is cheap to create and not thread-safe to share, so
-    // each call makes its own.
-    shaderc::Compiler compiler;
+    // One compiler for the process: creating one initialises glslang and
+    // parses its built-in symbol tables, which costs far more than a small
+    // compilation, and releasing the last one throws them away. shaderc
+    // documents compiling with one compiler from several threads at once as
+    // safe.
+    static const shaderc::Compiler compiler;
     shaderc::CompileOptions options;
     options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
     options.SetSourceLanguage(shaderc_source_language_glsl);

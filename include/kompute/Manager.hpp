@@ -178,8 +178,10 @@ class Manager
     /**
      * Destroys every object this manager made that is still alive (their
      * handles stay valid but inert: any use throws kp::DestroyedError), then
-     * the device and instance if the manager created them. Waits for the
-     * device first. Calling it twice is harmless.
+     * the device if the manager created it. Waits for the device first.
+     * Calling it twice is harmless. The VkInstance is shared by the
+     * process's Managers and lives until exit (some drivers fail after many
+     * instance create/destroy cycles in one process).
      */
     void destroy();
     /** Kept for upstream code: expired objects are pruned automatically. */

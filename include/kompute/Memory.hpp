@@ -63,6 +63,19 @@ class Memory
     /** Bytes per element of a data type (0 for eCustom: caller-given). */
     static uint32_t dataTypeMemorySize(DataTypes dataType);
 
+    /** Whether dataType<T>() exists, i.e. T is the element type of one of
+     * the DataTypes (ours). */
+    template<typename T>
+    static constexpr bool hasDataType()
+    {
+        return std::is_same_v<T, bool> || std::is_same_v<T, int8_t> ||
+               std::is_same_v<T, uint8_t> || std::is_same_v<T, int16_t> ||
+               std::is_same_v<T, uint16_t> || std::is_same_v<T, int32_t> ||
+               std::is_same_v<T, uint32_t> || std::is_same_v<T, int64_t> ||
+               std::is_same_v<T, uint64_t> || std::is_same_v<T, float> ||
+               std::is_same_v<T, double> || std::is_same_v<T, float16_t>;
+    }
+
     /** Compile-time mapping from a C++ element type to its DataTypes. */
     template<typename T>
     static constexpr DataTypes dataType()
@@ -114,9 +127,18 @@ class Memory
      * record OpSyncDevice for that. */
     void setData(const void* data, size_t bytes);
 
+    /** Typed form: also throws if T is a C++ type of another Kompute data
+     * type than this object's (any T is accepted for eCustom). */
     template<typename T>
     void setData(const std::vector<T>& data)
     {
+        if constexpr (hasDataType<T>()) {
+            if (mDataType != DataTypes::eCustom && dataType<T>() != mDataType) {
+                throw Error("setData() was given " + toString(dataType<T>()) +
+                            " elements, but this object holds " + toString(mDataType) +
+                            " elements");
+            }
+        }
         if constexpr (std::is_same_v<T, bool>) {
             std::vector<uint8_t> bytes(data.begin(), data.end());
             setData(bytes.data(), bytes.size());

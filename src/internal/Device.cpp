@@ -156,6 +156,88 @@ Device::submitAndWait(const std::function<void(vk::CommandBuffer)>& record)
           "Waiting for a one-time command buffer");
 }
 
+namespace {
+// Enough for the short-lived sequences of a few threads.
+constexpr size_t kSequenceCacheSize = 16;
+
+void
+destroySequenceResources(vk::Device device, SequenceResources& resources)
+{
+    if (resources.timeline) {
+        device.destroySemaphore(resources.timeline);
+    }
+    if (resources.fence) {
+        device.destroyFence(resources.fence);
+    }
+    if (resources.commandPool) {
+        device.destroyCommandPool(resources.commandPool); // frees the command buffer
+    }
+    resources = SequenceResources{};
+}
+} // namespace
+
+SequenceResources
+Device::acquireSequenceResources(uint32_t family)
+{
+    {
+        std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
+        for (auto it = mSequenceCache.rbegin(); it != mSequenceCache.rend(); ++it) {
+            if (it->family == family) {
+                SequenceResources resources = *it;
+                mSequenceCache.erase(std::next(it).base());
+                return resources;
+            }
+        }
+    }
+    vk::Device device = mHandles.device;
+    SequenceResources resources;
+    resources.family = family;
+    try {
+        vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
+                                           family);
+        check(device.createCommandPool(&poolInfo, nullptr, &resources.commandPool),
+              "Creating a sequence's command pool");
+        vk::CommandBufferAllocateInfo allocateInfo(
+          resources.commandPool, vk::CommandBufferLevel::ePrimary, 1);
+        check(device.allocateCommandBuffers(&allocateInfo, &resources.commandBuffer),
+              "Allocating a sequence's command buffer");
+        vk::FenceCreateInfo fenceInfo;
+        check(device.createFence(&fenceInfo, nullptr, &resources.fence),
+              "Creating a sequence's fence");
+        if (mFeatures.timelineSemaphore) {
+            vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
+            vk::SemaphoreCreateInfo semaphoreInfo;
+            semaphoreInfo.pNext = &typeInfo;
+            check(device.createSemaphore(&semaphoreInfo, nullptr, &resources.timeline),
+                  "Creating a sequence's timeline semaphore");
+        }
+    } catch (...) {
+        destroySequenceResources(device, resources);
+        throw;
+    }
+    return resources;
+}
+
+void
+Device::releaseSequenceResources(SequenceResources& resources)
+{
+    if (!resources.commandPool) {
+        return;
+    }
+    vk::Device device = mHandles.device;
+    if (isAlive()) {
+        // The work is complete, so the pool can be reset for the next user.
+        VkResult reset = vkResetCommandPool(device, resources.commandPool, 0);
+        std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
+        if (reset == VK_SUCCESS && mSequenceCache.size() < kSequenceCacheSize) {
+            mSequenceCache.push_back(resources);
+            resources = SequenceResources{};
+            return;
+        }
+    }
+    destroySequenceResources(device, resources);
+}
+
 void
 Device::destroy()
 {
@@ -175,6 +257,10 @@ Device::destroy()
                              vk::to_string(static_cast<vk::Result>(result)));
             }
         }
+        for (auto& resources : mSequenceCache) {
+            destroySequenceResources(device, resources);
+        }
+        mSequenceCache.clear();
         if (mOneTimeFence) {
             device.destroyFence(mOneTimeFence);
         }
@@ -190,9 +276,6 @@ Device::destroy()
     }
     if (mHandles.ownsDevice && device) {
         device.destroy();
-    }
-    if (mHandles.ownsInstance) {
-        destroyInstance(mHandles.instance, mHandles.messenger);
     }
     mHandles = Handles{};
     mQueues.clear();

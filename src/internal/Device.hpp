@@ -55,6 +55,17 @@ struct Queue
     std::mutex mutex;
 };
 
+/** The Vulkan objects a Sequence runs with. */
+struct SequenceResources
+{
+    uint32_t family = 0;
+    vk::CommandPool commandPool;
+    vk::CommandBuffer commandBuffer;
+    vk::Fence fence;
+    vk::Semaphore timeline;    // null without timeline semaphores
+    uint64_t timelineValue = 0; // the value the semaphore has reached
+};
+
 class Device
 {
   public:
@@ -63,8 +74,6 @@ class Device
         vk::Instance instance;
         vk::PhysicalDevice physicalDevice;
         vk::Device device;
-        vk::DebugUtilsMessengerEXT messenger;
-        bool ownsInstance = false;
         bool ownsDevice = false;
     };
 
@@ -124,8 +133,18 @@ class Device
      * queue 0 and waits. For rare work such as initial uploads. */
     void submitAndWait(const std::function<void(vk::CommandBuffer)>& record);
 
+    /** The resources of a sequence on a queue of `family`: recycled from a
+     * destroyed sequence when possible (creating a command pool, a fence
+     * and a semaphore costs kernel calls, over a millisecond on some
+     * drivers), created otherwise. */
+    SequenceResources acquireSequenceResources(uint32_t family);
+    /** Takes back the resources of a destroyed sequence whose work has
+     * completed; keeps a few for reuse and destroys the rest. */
+    void releaseSequenceResources(SequenceResources& resources);
+
     /** Waits for the device, frees the context's own Vulkan objects and
-     * destroys the device and instance that it owns. Idempotent. */
+     * destroys the device if it owns it. Idempotent. (The instance is
+     * never the context's: see the instance cache in Manager.cpp.) */
     void destroy();
 
   private:
@@ -142,6 +161,9 @@ class Device
     bool mStagingForDeviceMemory = true;
     std::atomic<bool> mAlive{ true };
     std::atomic<int64_t> mPendingSubmissions{ 0 };
+
+    std::mutex mSequenceCacheMutex;
+    std::vector<SequenceResources> mSequenceCache;
 
     std::mutex mOneTimeMutex;
     vk::CommandPool mOneTimePool;

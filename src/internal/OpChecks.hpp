@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "kompute/Memory.hpp"
@@ -30,6 +31,23 @@ checkMemObjects(const std::vector<std::shared_ptr<Memory>>& objects,
         }
         objects[i]->checkInit(opName);
     }
+}
+
+/** `objects` without repeats, in first-seen order. An operation that
+ * copied into the same buffer twice without a barrier in between would race
+ * with itself (a write-after-write hazard), so each object is handled once. */
+inline std::vector<std::shared_ptr<Memory>>
+withoutRepeats(const std::vector<std::shared_ptr<Memory>>& objects)
+{
+    std::vector<std::shared_ptr<Memory>> unique;
+    unique.reserve(objects.size());
+    std::unordered_set<const Memory*> seen;
+    for (const auto& object : objects) {
+        if (seen.insert(object.get()).second) {
+            unique.push_back(object);
+        }
+    }
+    return unique;
 }
 
 } // namespace internal

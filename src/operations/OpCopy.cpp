@@ -18,6 +18,7 @@ OpCopy::OpCopy(const std::vector<std::shared_ptr<Memory>>& memObjects)
               i));
         }
     }
+    mMemObjects = internal::withoutRepeats(mMemObjects);
 }
 
 OpCopy::~OpCopy() = default;
@@ -57,6 +58,9 @@ OpCopy::record(const vk::CommandBuffer& commandBuffer)
 void
 OpCopy::preEval(const vk::CommandBuffer&)
 {
+    // The recorded commands use these objects' buffers: submitting them
+    // after one was destroyed would make the device touch freed memory.
+    internal::checkMemObjects(mMemObjects, 2, "OpCopy");
 }
 
 void

@@ -41,6 +41,8 @@ OpMemoryBarrier::record(const vk::CommandBuffer& commandBuffer)
 void
 OpMemoryBarrier::preEval(const vk::CommandBuffer&)
 {
+    // The recorded barriers name these objects' buffers (see OpCopy).
+    internal::checkMemObjects(mMemObjects, 1, "OpMemoryBarrier");
 }
 
 void

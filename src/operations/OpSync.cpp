@@ -80,6 +80,7 @@ OpSyncDevice::OpSyncDevice(const std::vector<std::shared_ptr<Memory>>& memObject
   : mMemObjects(memObjects)
 {
     checkMemObjects(mMemObjects, 1, "OpSyncDevice");
+    mMemObjects = internal::withoutRepeats(mMemObjects);
 }
 
 OpSyncDevice::OpSyncDevice(const std::vector<std::shared_ptr<Memory>>& memObjects,
@@ -92,6 +93,7 @@ OpSyncDevice::OpSyncDevice(const std::vector<std::shared_ptr<Memory>>& memObject
 {
     checkMemObjects(mMemObjects, 1, "OpSyncDevice");
     checkRangeTargets(mMemObjects, offset, count, "OpSyncDevice");
+    mMemObjects = internal::withoutRepeats(mMemObjects);
 }
 
 OpSyncDevice::~OpSyncDevice() = default;
@@ -115,6 +117,8 @@ OpSyncDevice::record(const vk::CommandBuffer& commandBuffer)
 void
 OpSyncDevice::preEval(const vk::CommandBuffer&)
 {
+    // The recorded copies use these objects' buffers (see OpCopy).
+    checkMemObjects(mMemObjects, 1, "OpSyncDevice");
 }
 
 void
@@ -126,6 +130,7 @@ OpSyncLocal::OpSyncLocal(const std::vector<std::shared_ptr<Memory>>& memObjects)
   : mMemObjects(memObjects)
 {
     checkMemObjects(mMemObjects, 1, "OpSyncLocal");
+    mMemObjects = internal::withoutRepeats(mMemObjects);
 }
 
 OpSyncLocal::OpSyncLocal(const std::vector<std::shared_ptr<Memory>>& memObjects,
@@ -138,6 +143,7 @@ OpSyncLocal::OpSyncLocal(const std::vector<std::shared_ptr<Memory>>& memObjects,
 {
     checkMemObjects(mMemObjects, 1, "OpSyncLocal");
     checkRangeTargets(mMemObjects, offset, count, "OpSyncLocal");
+    mMemObjects = internal::withoutRepeats(mMemObjects);
 }
 
 OpSyncLocal::~OpSyncLocal() = default;
@@ -163,6 +169,8 @@ OpSyncLocal::record(const vk::CommandBuffer& commandBuffer)
 void
 OpSyncLocal::preEval(const vk::CommandBuffer&)
 {
+    // The recorded copies use these objects' buffers (see OpCopy).
+    checkMemObjects(mMemObjects, 1, "OpSyncLocal");
 }
 
 void

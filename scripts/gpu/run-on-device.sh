@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with .gl (Vulkan loader
+# and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
+# bundle.sh) carried along. Writes logs and results under $OUT.
+#   scripts/gpu/run-on-device.sh [bench|tests|examples|cuda ...]
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+if ! ls /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+# The validation layer, unpacked beside the tree rather than into /.
+rm -rf /tmp/vvl && mkdir -p /tmp/vvl
+for f in .gl-extra/*.deb; do dpkg -x "$f" /tmp/vvl; done
+export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
+export LD_LIBRARY_PATH=$PWD/.gpu-bundle:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+B=.gpu-bundle
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(examples tests bench cuda)
+for step in "${steps[@]}"; do
+    case "$step" in
+    examples)
+        for e in array_multiplication logistic_regression; do
+            timeout 60 $B/kompute_$e 2>&1 | tee -a "$OUT/examples.txt"
+        done
+        timeout 120 $B/kompute_matmul 2048 2>&1 | tee -a "$OUT/examples.txt"
+        ;;
+    tests)
+        export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
+        export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+        pass=0; fail=0
+        for t in $B/test_*; do
+            if timeout 300 "$t" --gtest_brief=1 > "$OUT/$(basename "$t").log" 2>&1; then
+                pass=$((pass+1))
+            else
+                fail=$((fail+1)); echo "FAILED: $t"; tail -40 "$OUT/$(basename "$t").log"
+            fi
+        done
+        echo "test binaries: $pass passed, $fail failed" | tee "$OUT/tests.txt"
+        unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES
+        ;;
+    bench)
+        timeout 400 $B/kompute-bench --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+        ;;
+    cuda)
+        (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth) 2>&1 | tee "$OUT/cuda.txt"
+        ;;
+    esac
+done

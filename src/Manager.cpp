@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <atomic>
 #include <mutex>
 #include <sstream>
 
@@ -180,11 +181,20 @@ createInstance(const std::vector<std::string>& layerNames)
 // destroyed at exit. Some drivers (NVIDIA's among them) stop creating
 // instances, or misbehave, after a few dozen create/destroy cycles in one
 // process, which a program or test suite making many Managers would hit.
+// Devices created by Managers and not yet destroyed. At exit a Manager may
+// still be alive (a Python object never collected, a leaked pointer): its
+// device must not outlive the instance, so the instance is then left to the
+// operating system.
+std::atomic<int> gLiveDevices{ 0 };
+
 class InstanceCache
 {
   public:
     ~InstanceCache()
     {
+        if (gLiveDevices.load() != 0) {
+            return;
+        }
         for (auto& entry : mEntries) {
             internal::destroyInstance(entry.second.instance, entry.second.messenger);
         }
@@ -555,6 +565,7 @@ Manager::Manager(uint32_t physicalDeviceIndex,
         handles.device = device.device;
         handles.ownsDevice = true;
         mDevice = std::make_shared<internal::Device>(handles, families, device.enabled, false);
+        gLiveDevices.fetch_add(1);
     } catch (...) {
         if (handles.device) {
             handles.device.destroy();
@@ -712,6 +723,7 @@ Manager::destroy()
     if (device->ownsDevice()) {
         device->registry().destroyAll();
         device->destroy();
+        gLiveDevices.fetch_sub(1);
     }
     // A BYOV manager leaves its objects working: they keep the context alive
     // and free themselves when released, as upstream does.

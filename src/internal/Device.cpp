@@ -246,7 +246,10 @@ Device::destroy()
     }
     vk::Device device = mHandles.device;
     if (device) {
-        {
+        // A device someone else owns may be busy with their work, and its
+        // queues are theirs to synchronise: every Kompute object on it has
+        // already waited for its own submissions.
+        if (mHandles.ownsDevice) {
             std::vector<std::unique_lock<std::mutex>> locks;
             for (auto& queue : mQueues) {
                 locks.emplace_back(queue->mutex);

@@ -4,6 +4,7 @@
 #include "kompute/Algorithm.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Sequence.hpp"
+#include "kompute/logger/Logger.hpp"
 
 namespace kp {
 namespace internal {
@@ -76,15 +77,20 @@ Registry::destroyAll()
     }
     // Sequences first: they wait for their own work and hold the operations
     // that reference memory.
-    for (auto& sequence : sequences) {
-        sequence->destroy();
-    }
-    for (auto& algorithm : algorithms) {
-        algorithm->destroy();
-    }
-    for (auto& object : memory) {
-        object->destroy();
-    }
+    // Each object is destroyed even if another one fails to: a failure is
+    // logged, and the device is destroyed after this either way.
+    auto destroyEach = [](auto& objects, const char* kind) {
+        for (auto& object : objects) {
+            try {
+                object->destroy();
+            } catch (const std::exception& error) {
+                KP_LOG_ERROR("Destroying a {} with its Manager failed: {}", kind, error.what());
+            }
+        }
+    };
+    destroyEach(sequences, "sequence");
+    destroyEach(algorithms, "algorithm");
+    destroyEach(memory, "memory object");
 }
 
 } // namespace internal

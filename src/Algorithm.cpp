@@ -342,10 +342,18 @@ Algorithm::Algorithm(std::shared_ptr<internal::Device> device,
         mSpecializationConstants = specializationConstants;
         mPushConstants = pushConstants;
     }
+    // Joins last: a constructor that throws has no destructor to leave.
+    if (mDevice && !mRegistered) {
+        mDevice->registry().add(this);
+        mRegistered = true;
+    }
 }
 
 Algorithm::~Algorithm()
 {
+    if (mRegistered) {
+        mDevice->registry().remove(this);
+    }
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -365,7 +373,11 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
         throw Error("Algorithm::rebuild needs at least one memory object to bind");
     }
     if (!mDevice) {
+        // An empty algorithm built by hand gets its device from its objects
+        // (only after construction: the constructor takes it from them).
         mDevice = memObjects[0]->mDevice;
+        mDevice->registry().add(this);
+        mRegistered = true;
     }
     mDevice->checkAlive("Building an algorithm");
     for (size_t i = 0; i < memObjects.size(); ++i) {
@@ -702,6 +714,15 @@ void
 Algorithm::destroy()
 {
     release();
+}
+
+void
+Algorithm::clearConstants()
+{
+    release();
+    mSpecializationConstants = ConstantBytes{};
+    mPushConstants = ConstantBytes{};
+    mDeclaredPushConstantBytes = 0;
 }
 
 } // namespace kp

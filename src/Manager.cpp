@@ -565,6 +565,7 @@ Manager::Manager(uint32_t physicalDeviceIndex,
         handles.device = device.device;
         handles.ownsDevice = true;
         mDevice = std::make_shared<internal::Device>(handles, families, device.enabled, false);
+        internal::registerManagerDevice(mDevice);
         gLiveDevices.fetch_add(1);
     } catch (...) {
         if (handles.device) {
@@ -614,6 +615,7 @@ Manager::Manager(std::shared_ptr<vk::Instance> instance,
     // every device has. Shaders needing more are refused with a clear error.
     mDevice = std::make_shared<internal::Device>(
       handles, familyQueueIndices, internal::DeviceFeatures{}, false);
+    internal::registerManagerDevice(mDevice);
 }
 
 Manager::~Manager()
@@ -634,18 +636,10 @@ Manager::device() const
     return mDevice;
 }
 
-void
-Manager::trackMemory(const std::shared_ptr<Memory>& memory)
-{
-    mDevice->registry().add(memory);
-}
-
 std::shared_ptr<Sequence>
 Manager::sequence(uint32_t queueIndex, uint32_t totalTimestamps)
 {
-    auto created = std::make_shared<Sequence>(device(), queueIndex, totalTimestamps);
-    mDevice->registry().add(created);
-    return created;
+    return std::make_shared<Sequence>(device(), queueIndex, totalTimestamps);
 }
 
 std::shared_ptr<TensorT<float>>
@@ -661,8 +655,8 @@ Manager::tensor(void* data,
                 const Memory::DataTypes& dataType,
                 Memory::MemoryTypes memoryType)
 {
-    return track(std::make_shared<Tensor>(
-      device(), data, elementTotalCount, elementMemorySize, dataType, memoryType));
+    return std::make_shared<Tensor>(
+      device(), data, elementTotalCount, elementMemorySize, dataType, memoryType);
 }
 
 std::shared_ptr<Tensor>
@@ -695,10 +689,8 @@ Manager::algorithmWithConstants(const std::vector<std::shared_ptr<Memory>>& memO
                                 const ConstantBytes& specializationConstants,
                                 const ConstantBytes& pushConstants)
 {
-    auto created = std::make_shared<Algorithm>(
+    return std::make_shared<Algorithm>(
       device(), memObjects, spirv, workgroup, specializationConstants, pushConstants);
-    mDevice->registry().add(created);
-    return created;
 }
 
 bool

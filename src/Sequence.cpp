@@ -38,15 +38,29 @@ Sequence::Sequence(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
                    std::shared_ptr<vk::Queue> computeQueue,
                    uint32_t queueIndex,
                    uint32_t totalTimestamps)
-  : mDevice(internal::standaloneDevice(physicalDevice, device))
-  , mTotalTimestamps(totalTimestamps)
+  : mTotalTimestamps(totalTimestamps)
 {
     if (!computeQueue || !*computeQueue) {
         throw Error("Sequence: a null queue was given");
     }
-    // Upstream's parameter is the queue's family index.
-    mDevice->adoptQueue(*computeQueue, queueIndex);
-    mQueueIndex = 0;
+    mDevice = internal::standaloneDevice(physicalDevice, device);
+    // On a Manager's device, use its record of the queue (and its lock).
+    bool found = false;
+    for (uint32_t i = 0; i < mDevice->queueCount() && !found; ++i) {
+        if (mDevice->queue(i).handle == *computeQueue) {
+            mQueueIndex = i;
+            found = true;
+        }
+    }
+    if (!found) {
+        if (mDevice->ownsDevice()) {
+            throw Error("Sequence: the queue is not one of the Manager's queues; use "
+                        "Manager::sequence(queueIndex)");
+        }
+        // Upstream's parameter is the queue's family index.
+        mDevice->adoptQueue(*computeQueue, queueIndex);
+        mQueueIndex = mDevice->queueCount() - 1;
+    }
     create();
 }
 
@@ -90,10 +104,12 @@ Sequence::create()
         destroy();
         throw;
     }
+    mDevice->registry().add(this);
 }
 
 Sequence::~Sequence()
 {
+    mDevice->registry().remove(this);
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -120,6 +136,7 @@ Sequence::beginBatch()
                     "first");
     }
     dropOps();
+    mStale = false;
     vk::CommandBufferBeginInfo beginInfo;
     check(mCommandBuffer.begin(&beginInfo), "Beginning a sequence's command buffer");
     mRecording = true;
@@ -196,18 +213,19 @@ Sequence::submit()
     }
     if (mRecording) {
         endBatch();
-    } else if (!mHasBatch) {
-        beginBatch();
-        endBatch();
     }
-    bool stale = false;
+    bool stale = mStale;
     for (auto& op : mOps) {
         stale = stale || op->needsRerecord();
     }
     if (stale) {
-        // An algorithm was rebuilt or rebound since recording: the old
-        // commands reference objects that are gone or changed.
+        // An algorithm was rebuilt or rebound since recording (or an
+        // earlier re-recording failed): the recorded commands reference
+        // objects that are gone or changed.
         recordAgain();
+        endBatch();
+    } else if (!mHasBatch) {
+        beginBatch();
         endBatch();
     }
     for (auto& op : mOps) {
@@ -398,6 +416,7 @@ Sequence::clear()
     }
     dropOps();
     mHasBatch = false;
+    mStale = false;
     mTimestampsReady = false;
 }
 
@@ -460,9 +479,23 @@ void
 Sequence::recordAgain()
 {
     std::vector<std::shared_ptr<OpBase>> ops = mOps;
-    beginBatch();
-    for (auto& op : ops) {
-        recordOp(op);
+    try {
+        beginBatch();
+        for (auto& op : ops) {
+            recordOp(op);
+        }
+    } catch (...) {
+        // Keeps every operation, so that the next evaluation records them
+        // again once the cause is fixed; the half-recorded command buffer is
+        // never submitted.
+        if (mRecording) {
+            vkEndCommandBuffer(mCommandBuffer);
+            mRecording = false;
+        }
+        mOps = ops;
+        mHasBatch = false;
+        mStale = true;
+        throw;
     }
 }
 

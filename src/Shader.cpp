@@ -33,6 +33,15 @@ Shader::compileSource(const std::string& source,
                       const std::map<std::string, std::string>& defines,
                       const std::string& entryPoint)
 {
+    if (source.find_first_not_of(" \t\r\n") == std::string::npos) {
+        throw Error("The GLSL source is empty: give the text of a compute shader");
+    }
+    if (entryPoint != "main") {
+        // GLSL always enters at main(), and Algorithm runs the entry point
+        // "main": any other name would only fail later.
+        throw Error("GLSL compute shaders enter at main(); entry point '" + entryPoint +
+                    "' is not supported");
+    }
 #ifdef KOMPUTE_SHADER_COMPILER
     // One compiler for the process: creating one initialises glslang and
     // parses its built-in symbol tables, which costs far more than a small
@@ -43,7 +52,12 @@ Shader::compileSource(const std::string& source,
     shaderc::CompileOptions options;
     options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
     options.SetSourceLanguage(shaderc_source_language_glsl);
-    options.SetOptimizationLevel(shaderc_optimization_level_performance);
+    // No SPIR-V optimisation, as glslangValidator -V (upstream's compiler)
+    // does: the optimiser strips declared but unused bindings, push-constant
+    // blocks and specialization constants, and the Algorithm's checks would
+    // then reject the objects and constants the source declares. Drivers
+    // optimise the module themselves.
+    options.SetOptimizationLevel(shaderc_optimization_level_zero);
     for (const auto& [name, value] : defines) {
         options.AddMacroDefinition(name, value);
     }

@@ -145,10 +145,12 @@ Tensor::Tensor(std::shared_ptr<internal::Device> device,
 {
     mDevice->checkAlive("Creating a tensor");
     create(data);
+    mDevice->registry().add(this);
 }
 
 Tensor::~Tensor()
 {
+    mDevice->registry().remove(this);
     try {
         destroy();
     } catch (const std::exception& error) {

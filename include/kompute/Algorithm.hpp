@@ -200,6 +200,12 @@ class Algorithm
      * Idempotent. */
     void destroy();
 
+    /** Forgets the stored specialization and push constants and the built
+     * pipeline (ours), so that the next rebuild uses only what it is given:
+     * for moving an algorithm to a shader that declares none (as OpMult
+     * does). */
+    void clearConstants();
+
     // --- ours, for interoperation and for the operations -----------------
     vk::Pipeline getPipeline() const;
     vk::PipelineLayout getPipelineLayout() const;
@@ -227,6 +233,7 @@ class Algorithm
     uint32_t mDeclaredPushConstantBytes = 0;
     Workgroup mWorkgroup{ 1, 1, 1 };
     uint64_t mGeneration = 0;
+    bool mRegistered = false; // in the device's registry of live objects
 };
 
 } // namespace kp

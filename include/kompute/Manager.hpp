@@ -98,7 +98,7 @@ class Manager
       const std::vector<T>& data,
       Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
     {
-        return track(std::make_shared<TensorT<T>>(device(), data, memoryType));
+        return std::make_shared<TensorT<T>>(device(), data, memoryType);
     }
 
     /** A tensor of `size` elements with undefined contents. */
@@ -107,7 +107,7 @@ class Manager
       size_t size,
       Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
     {
-        return track(std::make_shared<TensorT<T>>(device(), size, memoryType));
+        return std::make_shared<TensorT<T>>(device(), size, memoryType);
     }
 
     std::shared_ptr<TensorT<float>> tensor(
@@ -219,13 +219,6 @@ class Manager
   private:
     /** The device context; throws kp::DestroyedError after destroy(). */
     std::shared_ptr<internal::Device> device() const;
-    template<typename T>
-    std::shared_ptr<T> track(std::shared_ptr<T> memory)
-    {
-        trackMemory(memory);
-        return memory;
-    }
-    void trackMemory(const std::shared_ptr<Memory>& memory);
 
     std::shared_ptr<internal::Device> mDevice;
     std::shared_ptr<vk::Instance> mInstance;

@@ -200,6 +200,8 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     bool mHasBatch = false;
     bool mRunning = false;
     bool mTimestampsReady = false;
+    bool mStale = false; // the operations must be recorded again
+
     std::atomic<bool> mInUse{ false };
 };
 

@@ -17,7 +17,9 @@ class Shader
      * Compiles GLSL compute-shader source to SPIR-V (for Vulkan 1.1, which
      * every device Kompute supports accepts) with shaderc, in the process.
      * `defines` are added as preprocessor macros (an empty value defines the
-     * name alone). Throws kp::Error with the compiler's messages, which carry
+     * name alone). `entryPoint` must be "main" (GLSL's only entry point;
+     * kept for source compatibility). Throws kp::Error with the compiler's
+     * messages, which carry
      * line numbers, when the source does not compile, and when the library
      * was built without the compiler (KOMPUTE_OPT_SHADER_COMPILER=OFF).
      */

@@ -235,6 +235,16 @@ Device::releaseSequenceResources(SequenceResources& resources)
             return;
         }
     }
+    if (isAlive() && mHandles.ownsDevice) {
+        // Seen with Mesa's lavapipe: destroying a command pool just after
+        // its fence signalled can race with the driver's queue thread, which
+        // is still letting go of the submission. An idle device has none.
+        std::vector<std::unique_lock<std::mutex>> locks;
+        for (auto& queue : mQueues) {
+            locks.emplace_back(queue->mutex);
+        }
+        vkDeviceWaitIdle(device);
+    }
     destroySequenceResources(device, resources);
 }
 
@@ -396,6 +406,35 @@ Device::adoptQueue(vk::Queue handle, uint32_t familyIndex)
     }
 }
 
+namespace {
+std::mutex gManagerDevicesMutex;
+std::vector<std::weak_ptr<Device>> gManagerDevices;
+}
+
+void
+registerManagerDevice(const std::shared_ptr<Device>& device)
+{
+    std::lock_guard<std::mutex> lock(gManagerDevicesMutex);
+    gManagerDevices.erase(std::remove_if(gManagerDevices.begin(),
+                                         gManagerDevices.end(),
+                                         [](const auto& weak) { return weak.expired(); }),
+                          gManagerDevices.end());
+    gManagerDevices.push_back(device);
+}
+
+std::shared_ptr<Device>
+managerDevice(vk::Device device)
+{
+    std::lock_guard<std::mutex> lock(gManagerDevicesMutex);
+    for (const auto& weak : gManagerDevices) {
+        auto context = weak.lock();
+        if (context && context->isAlive() && context->device() == device) {
+            return context;
+        }
+    }
+    return nullptr;
+}
+
 std::shared_ptr<Device>
 standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
                  const std::shared_ptr<vk::Device>& device)
@@ -403,6 +442,11 @@ standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
     if (!physicalDevice || !*physicalDevice || !device || !*device) {
         throw Error("A null physical device or device was given; create objects through a "
                     "kp::Manager or pass valid Vulkan handles");
+    }
+    // Objects built by hand on a Manager's device belong to that Manager:
+    // they share its allocator and are destroyed with it.
+    if (auto context = managerDevice(*device)) {
+        return context;
     }
     Device::Handles handles;
     handles.physicalDevice = *physicalDevice;

@@ -174,9 +174,18 @@ class Device
 void
 destroyInstance(vk::Instance instance, vk::DebugUtilsMessengerEXT messenger);
 
+/** Makes a Manager's context findable by its VkDevice (for objects built
+ * by hand on that device). */
+void
+registerManagerDevice(const std::shared_ptr<Device>& device);
+/** The live Manager context of `device`, or null. */
+std::shared_ptr<Device>
+managerDevice(vk::Device device);
+
 /** A context for an object built by hand on a caller's device (upstream's
- * public Tensor/Sequence/Algorithm constructors): no queues of its own,
- * dedicated allocations, and it destroys nothing it was given. */
+ * public Tensor/Sequence/Algorithm constructors). On a Manager's device it
+ * is that Manager's context; otherwise a context of its own with no queues
+ * and dedicated allocations, which destroys nothing it was given. */
 std::shared_ptr<Device>
 standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
                  const std::shared_ptr<vk::Device>& device);

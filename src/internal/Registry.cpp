@@ -9,78 +9,58 @@
 namespace kp {
 namespace internal {
 
-template<typename T>
 void
-Registry::List<T>::add(const std::shared_ptr<T>& object)
-{
-    if (entries.size() >= pruneAt) {
-        std::vector<std::weak_ptr<T>> live;
-        live.reserve(entries.size());
-        for (auto& entry : entries) {
-            if (!entry.expired()) {
-                live.push_back(std::move(entry));
-            }
-        }
-        entries.swap(live);
-        pruneAt = std::max<size_t>(64, entries.size() * 2);
-    }
-    entries.push_back(object);
-}
-
-template<typename T>
-std::vector<std::shared_ptr<T>>
-Registry::List<T>::takeLive()
-{
-    std::vector<std::shared_ptr<T>> live;
-    for (auto& entry : entries) {
-        if (auto object = entry.lock()) {
-            live.push_back(std::move(object));
-        }
-    }
-    entries.clear();
-    pruneAt = 64;
-    return live;
-}
-
-void
-Registry::add(const std::shared_ptr<Sequence>& sequence)
+Registry::add(Sequence* sequence)
 {
     std::lock_guard<std::mutex> lock(mMutex);
-    mSequences.add(sequence);
+    mSequences.insert(sequence);
 }
 
 void
-Registry::add(const std::shared_ptr<Algorithm>& algorithm)
+Registry::add(Algorithm* algorithm)
 {
     std::lock_guard<std::mutex> lock(mMutex);
-    mAlgorithms.add(algorithm);
+    mAlgorithms.insert(algorithm);
 }
 
 void
-Registry::add(const std::shared_ptr<Memory>& memory)
+Registry::add(Memory* memory)
 {
     std::lock_guard<std::mutex> lock(mMutex);
-    mMemory.add(memory);
+    mMemory.insert(memory);
+}
+
+void
+Registry::remove(Sequence* sequence)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mSequences.erase(sequence);
+}
+
+void
+Registry::remove(Algorithm* algorithm)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mAlgorithms.erase(algorithm);
+}
+
+void
+Registry::remove(Memory* memory)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    mMemory.erase(memory);
 }
 
 void
 Registry::destroyAll()
 {
-    std::vector<std::shared_ptr<Sequence>> sequences;
-    std::vector<std::shared_ptr<Algorithm>> algorithms;
-    std::vector<std::shared_ptr<Memory>> memory;
-    {
-        std::lock_guard<std::mutex> lock(mMutex);
-        sequences = mSequences.takeLive();
-        algorithms = mAlgorithms.takeLive();
-        memory = mMemory.takeLive();
-    }
-    // Sequences first: they wait for their own work and hold the operations
-    // that reference memory.
+    std::lock_guard<std::mutex> lock(mMutex);
     // Each object is destroyed even if another one fails to: a failure is
-    // logged, and the device is destroyed after this either way.
+    // logged, and the device is destroyed after this either way. Sequences
+    // go first: they wait for their own work and hold the operations that
+    // use the algorithms and memory.
     auto destroyEach = [](auto& objects, const char* kind) {
-        for (auto& object : objects) {
+        for (auto* object : objects) {
             try {
                 object->destroy();
             } catch (const std::exception& error) {
@@ -88,9 +68,9 @@ Registry::destroyAll()
             }
         }
     };
-    destroyEach(sequences, "sequence");
-    destroyEach(algorithms, "algorithm");
-    destroyEach(memory, "memory object");
+    destroyEach(mSequences, "sequence");
+    destroyEach(mAlgorithms, "algorithm");
+    destroyEach(mMemory, "memory object");
 }
 
 } // namespace internal

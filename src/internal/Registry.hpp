@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Weak references to the objects a Manager made, so that Manager::destroy()
-// can destroy those still alive, in the order sequences, algorithms, memory.
+// The live objects of a device context. Every Sequence, Algorithm and
+// memory object joins the registry of its context when constructed and
+// leaves it when destructed, whether a Manager made it or the user built it
+// on the Manager's device with upstream's public constructors. So
+// Manager::destroy() can destroy all that are still alive, in the order
+// sequences, algorithms, memory, before the device goes.
 #pragma once
 
-#include <memory>
 #include <mutex>
-#include <vector>
+#include <unordered_set>
 
 namespace kp {
 
@@ -18,29 +21,23 @@ namespace internal {
 class Registry
 {
   public:
-    void add(const std::shared_ptr<Sequence>& sequence);
-    void add(const std::shared_ptr<Algorithm>& algorithm);
-    void add(const std::shared_ptr<Memory>& memory);
+    void add(Sequence* sequence);
+    void add(Algorithm* algorithm);
+    void add(Memory* memory);
+    void remove(Sequence* sequence);
+    void remove(Algorithm* algorithm);
+    void remove(Memory* memory);
 
-    /** Destroys every live object and forgets them all. */
+    /** Destroys every live object. The lock is held throughout, so an
+     * object being destructed on another thread waits until this is done
+     * before it leaves. */
     void destroyAll();
 
   private:
-    // Each list drops its expired entries whenever it has doubled since the
-    // last pruning, so it stays proportional to the live objects.
-    template<typename T>
-    struct List
-    {
-        std::vector<std::weak_ptr<T>> entries;
-        size_t pruneAt = 64;
-        void add(const std::shared_ptr<T>& object);
-        std::vector<std::shared_ptr<T>> takeLive();
-    };
-
     std::mutex mMutex;
-    List<Sequence> mSequences;
-    List<Algorithm> mAlgorithms;
-    List<Memory> mMemory;
+    std::unordered_set<Sequence*> mSequences;
+    std::unordered_set<Algorithm*> mAlgorithms;
+    std::unordered_set<Memory*> mMemory;
 };
 
 } // namespace internal

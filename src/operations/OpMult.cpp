@@ -40,6 +40,9 @@ OpMult::prepare(const std::vector<std::shared_ptr<Memory>>& memObjects,
         }
     }
     uint32_t groups = (memObjects[0]->size() + kOpMultLocalSize - 1) / kOpMultLocalSize;
+    // The built-in shader declares no constants: any the algorithm had
+    // would not match it.
+    algorithm->clearConstants();
     algorithm->rebuild(memObjects,
                        std::vector<uint32_t>(SHADEROPMULT_COMP_SPV.begin(), SHADEROPMULT_COMP_SPV.end()),
                        Workgroup{ groups, 1, 1 },

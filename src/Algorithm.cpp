@@ -33,6 +33,12 @@ struct AlgorithmObjects
 
 namespace {
 
+size_t
+paddedPushSize(size_t bytes)
+{
+    return (bytes + 3) / 4 * 4;
+}
+
 const char*
 memoryKindName(Memory& memory)
 {
@@ -466,8 +472,12 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
     objects->descriptorSet =
       mDevice->descriptorPools().allocate(objects->descriptorSetLayout, buffers, images);
 
-    vk::PushConstantRange pushRange(
-      vk::ShaderStageFlagBits::eCompute, 0, static_cast<uint32_t>(mPushConstants.bytes.size()));
+    // Vulkan sizes push-constant ranges in multiples of 4 bytes; a block of
+    // 16-bit values can be smaller, so the range is rounded up (and the
+    // pushed bytes are padded to match, see recordBindPush).
+    vk::PushConstantRange pushRange(vk::ShaderStageFlagBits::eCompute,
+                                    0,
+                                    static_cast<uint32_t>(paddedPushSize(mPushConstants.bytes.size())));
     vk::PipelineLayoutCreateInfo pipelineLayoutInfo(
       {}, 1, &objects->descriptorSetLayout, mPushConstants.empty() ? 0 : 1, &pushRange);
     check(device.createPipelineLayout(&pipelineLayoutInfo, nullptr, &objects->pipelineLayout),
@@ -576,11 +586,19 @@ Algorithm::recordBindPush(const vk::CommandBuffer& commandBuffer)
 {
     checkUsable("Algorithm::recordBindPush");
     if (!mPushConstants.empty()) {
+        size_t size = paddedPushSize(mPushConstants.bytes.size());
+        const void* bytes = mPushConstants.bytes.data();
+        std::vector<uint8_t> padded; // recording, not evaluating: may allocate
+        if (size != mPushConstants.bytes.size()) {
+            padded = mPushConstants.bytes;
+            padded.resize(size, 0);
+            bytes = padded.data();
+        }
         commandBuffer.pushConstants(mObjects->pipelineLayout,
                                     vk::ShaderStageFlagBits::eCompute,
                                     0,
-                                    static_cast<uint32_t>(mPushConstants.bytes.size()),
-                                    mPushConstants.bytes.data());
+                                    static_cast<uint32_t>(size),
+                                    bytes);
     }
 }
 

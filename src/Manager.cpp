@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <atomic>
 #include <mutex>
 #include <sstream>
 
@@ -44,13 +43,24 @@ requestedLayers()
 
 VKAPI_ATTR VkBool32 VKAPI_CALL
 debugMessenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-               VkDebugUtilsMessageTypeFlagsEXT,
+               VkDebugUtilsMessageTypeFlagsEXT types,
                const VkDebugUtilsMessengerCallbackDataEXT* data,
                void*)
 {
     const char* message = data != nullptr && data->pMessage != nullptr ? data->pMessage : "";
+    // Images stay in GENERAL layout on purpose (see Image.hpp), so the
+    // layer's advice to copy them in TRANSFER_*_OPTIMAL layouts would be
+    // printed for every image copy: it is kept for debug logs.
+    bool generalLayoutAdvice = (types & VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT) &&
+                               data != nullptr && data->pMessageIdName != nullptr &&
+                               std::strstr(data->pMessageIdName,
+                                           "CoreValidation-DrawState-InvalidImageLayout") !=
+                                 nullptr &&
+                               std::strstr(message, "instead of GENERAL") != nullptr;
     if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
         KP_LOG_ERROR("[validation] {}", message);
+    } else if (generalLayoutAdvice) {
+        KP_LOG_DEBUG("[validation] {}", message);
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
         KP_LOG_WARN("[validation] {}", message);
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT) {
@@ -178,28 +188,15 @@ createInstance(const std::vector<std::string>& layerNames)
 }
 
 // One instance per process (per set of layers), shared by every Manager and
-// destroyed at exit. Some drivers (NVIDIA's among them) stop creating
+// never destroyed. Some drivers (NVIDIA's among them) stop creating
 // instances, or misbehave, after a few dozen create/destroy cycles in one
-// process, which a program or test suite making many Managers would hit.
-// Devices created by Managers and not yet destroyed. At exit a Manager may
-// still be alive (a Python object never collected, a leaked pointer): its
-// device must not outlive the instance, so the instance is then left to the
-// operating system.
-std::atomic<int> gLiveDevices{ 0 };
-
+// process, which a program or test suite making many Managers would hit; and
+// destroying an instance during exit, when the driver may already have torn
+// itself down, crashed there too. The cache is deliberately leaked: it stays
+// reachable through a static pointer, so leak checkers do not report it.
 class InstanceCache
 {
   public:
-    ~InstanceCache()
-    {
-        if (gLiveDevices.load() != 0) {
-            return;
-        }
-        for (auto& entry : mEntries) {
-            internal::destroyInstance(entry.second.instance, entry.second.messenger);
-        }
-    }
-
     CreatedInstance get()
     {
         std::vector<std::string> layers = availableRequestedLayers();
@@ -221,8 +218,8 @@ class InstanceCache
 CreatedInstance
 processInstance()
 {
-    static InstanceCache cache;
-    return cache.get();
+    static InstanceCache* cache = new InstanceCache();
+    return cache->get();
 }
 
 // --- Device ---------------------------------------------------------------
@@ -566,7 +563,6 @@ Manager::Manager(uint32_t physicalDeviceIndex,
         handles.ownsDevice = true;
         mDevice = std::make_shared<internal::Device>(handles, families, device.enabled, false);
         internal::registerManagerDevice(mDevice);
-        gLiveDevices.fetch_add(1);
     } catch (...) {
         if (handles.device) {
             handles.device.destroy();
@@ -668,6 +664,94 @@ Manager::tensor(uint32_t elementTotalCount,
     return tensor(nullptr, elementTotalCount, elementMemorySize, dataType, memoryType);
 }
 
+std::shared_ptr<ImageT<float>>
+Manager::image(const std::vector<float>& data,
+               uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               vk::ImageTiling tiling,
+               Memory::MemoryTypes memoryType)
+{
+    return imageT<float>(data, width, height, numChannels, tiling, memoryType);
+}
+
+std::shared_ptr<ImageT<float>>
+Manager::image(const std::vector<float>& data,
+               uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               Memory::MemoryTypes memoryType)
+{
+    return imageT<float>(data, width, height, numChannels, memoryType);
+}
+
+std::shared_ptr<ImageT<float>>
+Manager::image(uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               vk::ImageTiling tiling,
+               Memory::MemoryTypes memoryType)
+{
+    return imageT<float>(width, height, numChannels, tiling, memoryType);
+}
+
+std::shared_ptr<ImageT<float>>
+Manager::image(uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               Memory::MemoryTypes memoryType)
+{
+    return imageT<float>(width, height, numChannels, memoryType);
+}
+
+std::shared_ptr<Image>
+Manager::image(void* data,
+               size_t dataSize,
+               uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               const Memory::DataTypes& dataType,
+               vk::ImageTiling tiling,
+               Memory::MemoryTypes memoryType)
+{
+    return std::make_shared<Image>(
+      device(), data, dataSize, width, height, numChannels, dataType, tiling, memoryType);
+}
+
+std::shared_ptr<Image>
+Manager::image(void* data,
+               size_t dataSize,
+               uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               const Memory::DataTypes& dataType,
+               Memory::MemoryTypes memoryType)
+{
+    return std::make_shared<Image>(
+      device(), data, dataSize, width, height, numChannels, dataType, std::nullopt, memoryType);
+}
+
+std::shared_ptr<Image>
+Manager::image(uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               const Memory::DataTypes& dataType,
+               vk::ImageTiling tiling,
+               Memory::MemoryTypes memoryType)
+{
+    return image(nullptr, 0, width, height, numChannels, dataType, tiling, memoryType);
+}
+
+std::shared_ptr<Image>
+Manager::image(uint32_t width,
+               uint32_t height,
+               uint32_t numChannels,
+               const Memory::DataTypes& dataType,
+               Memory::MemoryTypes memoryType)
+{
+    return image(nullptr, 0, width, height, numChannels, dataType, memoryType);
+}
+
 std::shared_ptr<Algorithm>
 Manager::algorithm(const std::vector<std::shared_ptr<Memory>>& memObjects,
                    const std::vector<uint32_t>& spirv,
@@ -715,7 +799,6 @@ Manager::destroy()
     if (device->ownsDevice()) {
         device->registry().destroyAll();
         device->destroy();
-        gLiveDevices.fetch_sub(1);
     }
     // A BYOV manager leaves its objects working: they keep the context alive
     // and free themselves when released, as upstream does.

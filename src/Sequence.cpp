@@ -584,8 +584,10 @@ Sequence::getTimestampsNs()
     double period = static_cast<double>(mDevice->properties().limits.timestampPeriod);
     std::vector<double> nanoseconds;
     nanoseconds.reserve(ticks.size());
+    // Relative to the first timestamp: absolute counters (about 1e17 ns on
+    // NVIDIA) would lose nanoseconds in a double.
     for (uint64_t tick : ticks) {
-        nanoseconds.push_back(static_cast<double>(tick) * period);
+        nanoseconds.push_back(static_cast<double>(tick - ticks.front()) * period);
     }
     return nanoseconds;
 }

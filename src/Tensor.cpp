@@ -5,6 +5,7 @@
 
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "kompute/Image.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -351,11 +352,33 @@ Tensor::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Tensor> sou
 }
 
 void
+Tensor::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Image> source)
+{
+    Memory::recordCopyFrom(cmd, std::static_pointer_cast<Memory>(source));
+}
+
+void
 Tensor::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
 {
+    if (auto* sourceImage = dynamic_cast<Image*>(&source)) {
+        // The pixels land as tightly packed rows (row length 0).
+        vk::BufferImageCopy region(
+          0,
+          0,
+          0,
+          vk::ImageSubresourceLayers(vk::ImageAspectFlagBits::eColor, 0, 0, 1),
+          vk::Offset3D(0, 0, 0),
+          vk::Extent3D(sourceImage->getX(), sourceImage->getY(), 1));
+        cmd.copyImageToBuffer(*sourceImage->getPrimaryImage(),
+                              vk::ImageLayout::eGeneral,
+                              *mPrimaryBuffer,
+                              1,
+                              &region);
+        return;
+    }
     auto* sourceTensor = dynamic_cast<Tensor*>(&source);
     if (sourceTensor == nullptr) {
-        throw Error("Copies between images and tensors need kp::Image support");
+        throw Error("Tensors can be copied from tensors and images only");
     }
     vk::BufferCopy region(0, 0, memorySize());
     cmd.copyBuffer(*sourceTensor->mPrimaryBuffer, *mPrimaryBuffer, 1, &region);

@@ -6,6 +6,7 @@
 #include "kompute/Core.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/Half.hpp"
+#include "kompute/Image.hpp"
 #include "kompute/Manager.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Sequence.hpp"

@@ -9,6 +9,7 @@
 
 #include "kompute/Algorithm.hpp"
 #include "kompute/Core.hpp"
+#include "kompute/Image.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Tensor.hpp"
 
@@ -126,6 +127,118 @@ class Manager
     std::shared_ptr<Tensor> tensor(
       uint32_t elementTotalCount,
       uint32_t elementMemorySize,
+      const Memory::DataTypes& dataType,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    // --- Images (see Image.hpp). Width x height x channels elements, row
+    // after row; 1, 2 or 4 channels. Without a tiling, eHost and
+    // eDeviceAndHost images are linear and the others optimal.
+
+    template<typename T>
+    std::shared_ptr<ImageT<T>> imageT(
+      const std::vector<T>& data,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return std::make_shared<ImageT<T>>(
+          device(), &data, width, height, numChannels, tiling, memoryType);
+    }
+
+    template<typename T>
+    std::shared_ptr<ImageT<T>> imageT(
+      const std::vector<T>& data,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return std::make_shared<ImageT<T>>(
+          device(), &data, width, height, numChannels, std::nullopt, memoryType);
+    }
+
+    /** An image with undefined contents. */
+    template<typename T>
+    std::shared_ptr<ImageT<T>> imageT(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return std::make_shared<ImageT<T>>(
+          device(), nullptr, width, height, numChannels, tiling, memoryType);
+    }
+
+    template<typename T>
+    std::shared_ptr<ImageT<T>> imageT(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice)
+    {
+        return std::make_shared<ImageT<T>>(
+          device(), nullptr, width, height, numChannels, std::nullopt, memoryType);
+    }
+
+    std::shared_ptr<ImageT<float>> image(
+      const std::vector<float>& data,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<ImageT<float>> image(
+      const std::vector<float>& data,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<ImageT<float>> image(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<ImageT<float>> image(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+
+    /** Raw form: `dataSize` ELEMENTS (width x height x channels, as
+     * upstream checks it, not bytes) of `dataType` copied from `data`
+     * (which may be null). */
+    std::shared_ptr<Image> image(
+      void* data,
+      size_t dataSize,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      const Memory::DataTypes& dataType,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<Image> image(
+      void* data,
+      size_t dataSize,
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      const Memory::DataTypes& dataType,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<Image> image(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
+      const Memory::DataTypes& dataType,
+      vk::ImageTiling tiling,
+      Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
+    std::shared_ptr<Image> image(
+      uint32_t width,
+      uint32_t height,
+      uint32_t numChannels,
       const Memory::DataTypes& dataType,
       Memory::MemoryTypes memoryType = Memory::MemoryTypes::eDevice);
 

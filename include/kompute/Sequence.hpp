@@ -134,8 +134,8 @@ class Sequence : public std::enable_shared_from_this<Sequence>
      * start and one after each operation. Throws if timestamps were not
      * requested or no evaluation has completed since the last record. */
     std::vector<std::uint64_t> getTimestamps();
-    /** The same, converted to nanoseconds with the device's timestamp
-     * period (ours). */
+    /** The same, as nanoseconds since the first timestamp, scaled by the
+     * device's timestamp period (ours). */
     std::vector<double> getTimestampsNs();
 
     /**

@@ -9,6 +9,8 @@
 
 namespace kp {
 
+class Image;
+
 class Tensor : public Memory
 {
   public:
@@ -63,6 +65,9 @@ class Tensor : public Memory
     /** Device copy of the whole of `source` (same type and size). */
     void recordCopyFrom(const vk::CommandBuffer& cmd,
                         std::shared_ptr<Tensor> source);
+    /** Device copy of the whole of `source` (same type and element count);
+     * the pixels land as tightly packed rows. */
+    void recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Image> source);
     using Memory::recordCopyFrom;
 
     vk::WriteDescriptorSet constructDescriptorSet(vk::DescriptorSet descriptorSet,

@@ -369,24 +369,6 @@ Device::savePipelineCache(const std::string& path)
 }
 
 void
-destroyInstance(vk::Instance instance, vk::DebugUtilsMessengerEXT messenger)
-{
-    if (!instance) {
-        return;
-    }
-    if (messenger) {
-        auto destroyMessenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-          instance.getProcAddr("vkDestroyDebugUtilsMessengerEXT"));
-        if (destroyMessenger != nullptr) {
-            destroyMessenger(static_cast<VkInstance>(instance),
-                             static_cast<VkDebugUtilsMessengerEXT>(messenger),
-                             nullptr);
-        }
-    }
-    instance.destroy();
-}
-
-void
 Device::adoptQueue(vk::Queue handle, uint32_t familyIndex)
 {
     auto familyProperties = mHandles.physicalDevice.getQueueFamilyProperties();

@@ -170,10 +170,6 @@ class Device
     vk::Fence mOneTimeFence;
 };
 
-/** Destroys the debug messenger (if any) and the instance. */
-void
-destroyInstance(vk::Instance instance, vk::DebugUtilsMessengerEXT messenger);
-
 /** Makes a Manager's context findable by its VkDevice (for objects built
  * by hand on that device). */
 void

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared pieces of the kp extension: the call guards every binding uses,
+// the log bridge, the exception types, and the numpy conversions.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+
+#include <kompute/Kompute.hpp>
+
+namespace nb = nanobind;
+
+namespace kp {
+namespace python {
+
+// --- Python arguments taken as they are, with the type their stubs show ------
+
+/** Anything numpy.asarray accepts. */
+struct ArrayLike
+{
+    nb::object object;
+};
+/** Push or specialization constants: a list of numbers or a numpy array. */
+struct ConstantsArg
+{
+    nb::object object;
+};
+/** SPIR-V as bytes (or another bytes-like object). */
+struct SpirvArg
+{
+    nb::object object;
+};
+/** A numpy array returned to Python. */
+struct NdArray
+{
+    nb::object object;
+};
+/** A numpy dtype, or anything numpy.dtype accepts. */
+struct DTypeArg
+{
+    nb::object object;
+};
+
+// --- Log bridge (logging.cpp) -------------------------------------------------
+
+/**
+ * Messages of the C++ side are queued by the sink and handed to Python's
+ * `logging` (logger "kp") by flushLog(), which runs with the GIL held at the
+ * end of every bound call. The sink never touches Python itself, so a
+ * message logged on a thread without the GIL, or while the library holds one
+ * of its locks, can never deadlock against the GIL.
+ */
+void installLogSink();
+/** Delivers queued messages to the "kp" logger. Needs the GIL; never throws;
+ * keeps any pending Python exception. */
+void flushLog() noexcept;
+/** Python logging level (5 = TRACE, 10 = DEBUG, ..., 60 = off) <-> C++. */
+int pythonLevel(logger::Level level);
+logger::Level nativeLevel(int pythonLevel);
+
+/** Call guard: releases the GIL around a blocking call, then flushes the
+ * log once the GIL is back. */
+struct ReleaseGil
+{
+    ReleaseGil() noexcept
+      : state(PyEval_SaveThread())
+    {
+    }
+    ~ReleaseGil()
+    {
+        PyEval_RestoreThread(state);
+        flushLog();
+    }
+    ReleaseGil(const ReleaseGil&) = delete;
+    ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+  private:
+    PyThreadState* state;
+};
+
+/** Call guard for quick calls that keep the GIL: flushes the log after. */
+struct FlushLog
+{
+    FlushLog() = default;
+    ~FlushLog() { flushLog(); }
+    FlushLog(const FlushLog&) = delete;
+    FlushLog& operator=(const FlushLog&) = delete;
+};
+
+// --- Exceptions (module.cpp) ---------------------------------------------------
+
+/** Sets the Python error for a C++ exception the way bound calls translate
+ * it (for slots, which nanobind's translators do not cover). */
+void setPythonError(std::exception_ptr error) noexcept;
+
+// --- numpy (numpy.cpp) -----------------------------------------------------------
+
+/** numpy dtype name ("float32", "uint8", "bool", ...) of a data type;
+ * nullptr for eCustom. */
+const char* numpyDtypeName(Memory::DataTypes dataType);
+
+/** A tensor holding a copy of `data` (anything numpy.ascontiguousarray
+ * accepts, flattened). With asFloat32 the values are converted to float32
+ * (Manager.tensor); otherwise the array's dtype decides the data type
+ * (Manager.tensor_t). The GIL is released while the tensor is created. */
+std::shared_ptr<Tensor> tensorFromPython(Manager& manager,
+                                         nb::handle data,
+                                         Memory::MemoryTypes memoryType,
+                                         bool asFloat32);
+
+/** Zero-copy 1-D numpy array over the host view of `self` (a kp.Memory),
+ * with `self` as its base. */
+NdArray memoryData(nb::handle self);
+
+/** Copies `values` (converted to the object's dtype) into its host view. */
+void memorySetData(nb::handle self, nb::handle values);
+
+/** Push or specialization constants from Python: a list or tuple of numbers
+ * (float32, as upstream) or a numpy array of any supported scalar dtype, or
+ * a structured array (a struct); None or empty means none. */
+ConstantBytes constantsFromPython(nb::handle values, const char* what);
+
+/** Constants as a numpy array of `dtype`. */
+NdArray constantsToNumpy(const ConstantBytes& constants, nb::handle dtype);
+
+/** SPIR-V words from bytes (or any bytes-like object); raises ValueError if
+ * the length is not a whole number of 32-bit words. */
+std::vector<uint32_t> spirvFromPython(nb::handle spirv);
+
+/** SPIR-V words as bytes. */
+nb::bytes spirvToBytes(const std::vector<uint32_t>& words);
+
+/** The Py_bf_getbuffer / Py_bf_releasebuffer slots of kp.Memory. */
+int memoryGetBuffer(PyObject* self, Py_buffer* view, int flags);
+void memoryReleaseBuffer(PyObject* self, Py_buffer* view);
+
+} // namespace python
+} // namespace kp
+
+namespace nanobind {
+namespace detail {
+
+// Casters that accept any object and name its expected type for the stubs;
+// the conversion itself is done (with clear errors) in numpy.cpp.
+#define KP_ANY_OBJECT_CASTER(Wrapper, typeName)                                \
+    template<>                                                                 \
+    struct type_caster<Wrapper>                                                \
+    {                                                                          \
+        NB_TYPE_CASTER(Wrapper, const_name(typeName))                          \
+        template<typename Flags>                                               \
+        bool from_python(handle src, Flags, cleanup_list*) noexcept            \
+        {                                                                      \
+            value.object = borrow(src);                                        \
+            return true;                                                       \
+        }                                                                      \
+        static handle from_cpp(const Wrapper& wrapper, rv_policy, cleanup_list*) noexcept \
+        {                                                                      \
+            return wrapper.object.inc_ref();                                   \
+        }                                                                      \
+    };
+
+KP_ANY_OBJECT_CASTER(kp::python::ArrayLike, "numpy.typing.ArrayLike")
+KP_ANY_OBJECT_CASTER(kp::python::ConstantsArg, "collections.abc.Sequence[float] | numpy.ndarray")
+KP_ANY_OBJECT_CASTER(kp::python::SpirvArg, "bytes")
+KP_ANY_OBJECT_CASTER(kp::python::DTypeArg, "numpy.typing.DTypeLike")
+KP_ANY_OBJECT_CASTER(kp::python::NdArray, "numpy.ndarray")
+
+#undef KP_ANY_OBJECT_CASTER
+
+} // namespace detail
+} // namespace nanobind

@@ -1,0 +1,796 @@
+// SPDX-License-Identifier: Apache-2.0
+// The extension module kp._kp: bindings of the C++ API with the names of
+// upstream Kompute's Python module. No logic lives here that the C++ side
+// lacks, beyond converting Python values (see numpy.cpp).
+//
+// Every bound call either releases the GIL (anything that can wait for the
+// device or take a lock for long: construction, destroy, eval, algorithm
+// creation, compilation) or keeps it for quick work; both flush the queued
+// log messages to Python's logging afterwards (see logging.cpp).
+#include "common.hpp"
+
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace kp {
+namespace python {
+
+namespace {
+
+const auto releaseGil = nb::call_guard<ReleaseGil>();
+const auto keepGil = nb::call_guard<FlushLog>();
+
+PyObject* gError = nullptr;
+PyObject* gDestroyedError = nullptr;
+PyObject* gVulkanError = nullptr;
+
+// --- Device information --------------------------------------------------
+
+std::string
+versionString(uint32_t version)
+{
+    return std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
+           std::to_string(VK_API_VERSION_MINOR(version)) + "." +
+           std::to_string(VK_API_VERSION_PATCH(version));
+}
+
+const char*
+deviceTypeName(vk::PhysicalDeviceType type)
+{
+    switch (type) {
+        case vk::PhysicalDeviceType::eIntegratedGpu: return "integrated_gpu";
+        case vk::PhysicalDeviceType::eDiscreteGpu: return "discrete_gpu";
+        case vk::PhysicalDeviceType::eVirtualGpu: return "virtual_gpu";
+        case vk::PhysicalDeviceType::eCpu: return "cpu";
+        default: return "other";
+    }
+}
+
+nb::tuple
+triple(const vk::ArrayWrapper1D<uint32_t, 3>& values)
+{
+    return nb::make_tuple(values[0], values[1], values[2]);
+}
+
+nb::dict
+deviceDict(vk::PhysicalDevice physicalDevice, const vk::PhysicalDeviceProperties& properties)
+{
+    const vk::PhysicalDeviceLimits& limits = properties.limits;
+    vk::PhysicalDeviceFeatures features = physicalDevice.getFeatures();
+    nb::dict info;
+    // Upstream's keys.
+    info["device_name"] = std::string(properties.deviceName.data());
+    info["max_work_group_count"] = triple(limits.maxComputeWorkGroupCount);
+    info["max_work_group_invocations"] = limits.maxComputeWorkGroupInvocations;
+    info["max_work_group_size"] = triple(limits.maxComputeWorkGroupSize);
+    info["max_push_constants_size"] = limits.maxPushConstantsSize;
+    info["timestamps_supported"] = static_cast<bool>(limits.timestampComputeAndGraphics);
+    // Ours.
+    info["device_type"] = deviceTypeName(properties.deviceType);
+    info["vendor_id"] = properties.vendorID;
+    info["device_id"] = properties.deviceID;
+    info["api_version"] = versionString(properties.apiVersion);
+    info["driver_version"] = properties.driverVersion;
+    info["timestamp_period"] = limits.timestampPeriod;
+    info["max_storage_buffer_range"] = limits.maxStorageBufferRange;
+    info["max_compute_shared_memory_size"] = limits.maxComputeSharedMemorySize;
+    info["min_storage_buffer_offset_alignment"] =
+      static_cast<uint64_t>(limits.minStorageBufferOffsetAlignment);
+    info["shader_float64"] = static_cast<bool>(features.shaderFloat64);
+    info["shader_int64"] = static_cast<bool>(features.shaderInt64);
+    info["shader_int16"] = static_cast<bool>(features.shaderInt16);
+    return info;
+}
+
+nb::dict
+memoryStatsDict(const MemoryStats& stats)
+{
+    nb::list types;
+    for (const auto& type : stats.memoryTypes) {
+        nb::dict entry;
+        entry["memory_type_index"] = type.memoryTypeIndex;
+        entry["heap_index"] = type.heapIndex;
+        entry["property_flags"] = vk::to_string(type.propertyFlags);
+        entry["allocated_bytes"] = type.allocatedBytes;
+        entry["used_bytes"] = type.usedBytes;
+        entry["peak_used_bytes"] = type.peakUsedBytes;
+        entry["device_memory_count"] = type.deviceMemoryCount;
+        entry["allocation_count"] = type.allocationCount;
+        types.append(entry);
+    }
+    nb::dict result;
+    result["allocated_bytes"] = stats.allocatedBytes();
+    result["used_bytes"] = stats.usedBytes();
+    result["device_memory_count"] = stats.deviceMemoryCount();
+    result["memory_types"] = types;
+    return result;
+}
+
+std::string
+memoryRepr(Memory& memory, const char* kind)
+{
+    const char* dtype = numpyDtypeName(memory.dataType());
+    std::string text = std::string("<kp.") + kind + " " + (dtype != nullptr ? dtype : "custom") +
+                       "[" + std::to_string(memory.size()) + "] " +
+                       Memory::toString(memory.memoryType());
+    if (!memory.isInit()) {
+        text += " (destroyed)";
+    }
+    return text + ">";
+}
+
+// --- Slots of kp.Memory: the buffer protocol -----------------------------
+
+PyType_Slot memorySlots[] = {
+    { Py_bf_getbuffer, reinterpret_cast<void*>(memoryGetBuffer) },
+    { Py_bf_releasebuffer, reinterpret_cast<void*>(memoryReleaseBuffer) },
+    { 0, nullptr },
+};
+
+} // namespace
+
+void
+setPythonError(std::exception_ptr error) noexcept
+{
+    try {
+        std::rethrow_exception(error);
+    } catch (nb::python_error& e) {
+        e.restore();
+    } catch (const DestroyedError& e) {
+        PyErr_SetString(gDestroyedError, e.what());
+    } catch (const VulkanError& e) {
+        PyErr_SetString(gVulkanError, e.what());
+    } catch (const Error& e) {
+        PyErr_SetString(gError, e.what());
+    } catch (const vk::SystemError& e) {
+        PyErr_SetString(gVulkanError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_RuntimeError, "Unknown C++ exception");
+    }
+}
+
+} // namespace python
+} // namespace kp
+
+using namespace kp::python;
+using kp::Memory;
+namespace py = kp::python;
+
+NB_MODULE(_kp, m)
+{
+    using namespace nb::literals;
+    using MemoryTypes = Memory::MemoryTypes;
+    using DataTypes = Memory::DataTypes;
+    using MemoryList = std::vector<std::shared_ptr<Memory>>;
+
+    m.doc() = "Kompute: general purpose GPU compute over Vulkan (the compiled part of the kp "
+              "package; import kp, not this module)";
+    m.attr("__version__") = KOMPUTE_PYTHON_VERSION;
+
+    installLogSink();
+
+    // --- Exceptions ---------------------------------------------------------
+
+    // Named after the module as imported (kp._kp, or _kp for stubgen);
+    // kp/__init__.py presents them as kp.Error, ...
+    std::string moduleName = nb::cast<std::string>(m.attr("__name__"));
+    std::string errorName = moduleName + ".Error";
+    std::string destroyedName = moduleName + ".DestroyedError";
+    std::string vulkanName = moduleName + ".VulkanError";
+    py::gError = PyErr_NewExceptionWithDoc(
+      errorName.c_str(),
+      "Any error raised by Kompute: misuse, bad input, or a failed Vulkan call. A subclass of "
+      "RuntimeError, as upstream's errors are.",
+      PyExc_RuntimeError,
+      nullptr);
+    py::gDestroyedError = PyErr_NewExceptionWithDoc(
+      destroyedName.c_str(),
+      "An object was used after it, or the Manager that made it, was destroyed.",
+      py::gError,
+      nullptr);
+    py::gVulkanError = PyErr_NewExceptionWithDoc(
+      vulkanName.c_str(),
+      "A Vulkan call failed; the message names the VkResult and what was being done.",
+      py::gError,
+      nullptr);
+    m.attr("Error") = nb::handle(py::gError);
+    m.attr("DestroyedError") = nb::handle(py::gDestroyedError);
+    m.attr("VulkanError") = nb::handle(py::gVulkanError);
+
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const kp::DestroyedError& e) {
+            PyErr_SetString(py::gDestroyedError, e.what());
+        } catch (const kp::VulkanError& e) {
+            PyErr_SetString(py::gVulkanError, e.what());
+        } catch (const kp::Error& e) {
+            PyErr_SetString(py::gError, e.what());
+        } catch (const vk::SystemError& e) {
+            PyErr_SetString(py::gVulkanError, e.what());
+        }
+    });
+
+    // --- Logging (used by kp/__init__.py) ------------------------------------
+
+    m.def("_flush_log", &flushLog, "Hands queued C++ log messages to the 'kp' logger now.");
+    m.def(
+      "_set_native_log_level",
+      [](int level) { kp::logger::setLogLevel(nativeLevel(level)); },
+      "level"_a,
+      "Sets the C++ side's threshold from a Python logging level (use kp.set_log_level).");
+    m.def(
+      "_get_native_log_level",
+      []() { return pythonLevel(kp::logger::getLogLevel()); },
+      "The C++ side's threshold as a Python logging level (60 means off).");
+
+    // --- Enums ----------------------------------------------------------------
+
+    nb::enum_<MemoryTypes>(m,
+                           "MemoryTypes",
+                           nb::is_arithmetic(),
+                           "Where a tensor's memory lives and how the host reaches it.")
+      .value("device",
+             MemoryTypes::eDevice,
+             "Device-local memory; the host view is a staging copy: OpSyncDevice / OpSyncLocal "
+             "move data between them (the default).")
+      .value("host",
+             MemoryTypes::eHost,
+             "Host-visible coherent memory that shaders use directly; no sync operation needed.")
+      .value("storage",
+             MemoryTypes::eStorage,
+             "Device-local memory without a host view (data() raises): for intermediates.")
+      .value("deviceAndHost",
+             MemoryTypes::eDeviceAndHost,
+             "Memory both device-local and host-visible (integrated GPUs, resizable BAR).")
+      ;
+
+    nb::enum_<DataTypes>(m,
+                         "DataTypes",
+                         nb::is_arithmetic(),
+                         "Element type of a tensor (numpy dtype in brackets).")
+      .value("bool", DataTypes::eBool, "Boolean, one byte per element [bool].")
+      .value("int", DataTypes::eInt, "32-bit signed integer [int32].")
+      .value("uint", DataTypes::eUnsignedInt, "32-bit unsigned integer [uint32].")
+      .value("float", DataTypes::eFloat, "32-bit float [float32].")
+      .value("double", DataTypes::eDouble, "64-bit float [float64].")
+      .value("custom", DataTypes::eCustom, "Elements of a caller-given size (C++ only).")
+      .value("short", DataTypes::eShort, "16-bit signed integer [int16].")
+      .value("ushort", DataTypes::eUnsignedShort, "16-bit unsigned integer [uint16].")
+      .value("char", DataTypes::eChar, "8-bit signed integer [int8].")
+      .value("uchar", DataTypes::eUnsignedChar, "8-bit unsigned integer [uint8].")
+      .value("long", DataTypes::eLong, "64-bit signed integer [int64] (ours).")
+      .value("ulong", DataTypes::eUnsignedLong, "64-bit unsigned integer [uint64] (ours).")
+      .value("half", DataTypes::eHalf, "16-bit float [float16] (ours).")
+      ;
+
+    // --- Shaders ----------------------------------------------------------------
+
+    nb::class_<kp::Shader>(m,
+                           "Shader",
+                           "Getting SPIR-V for an Algorithm: GLSL compiled in the process, or a "
+                           ".spv file.")
+      .def_static(
+        "compile_source",
+        [](const std::string& source,
+           const std::map<std::string, std::string>& defines,
+           const std::string& entryPoint) {
+            std::vector<uint32_t> words;
+            {
+                ReleaseGil release;
+                words = kp::Shader::compileSource(source, defines, entryPoint);
+            }
+            return spirvToBytes(words);
+        },
+        "source"_a,
+        "defines"_a = std::map<std::string, std::string>(),
+        "entry_point"_a = "main",
+        keepGil,
+        "Compiles GLSL compute-shader source to SPIR-V bytes (for Vulkan 1.1) in the process. "
+        "`defines` are preprocessor macros (an empty value defines the name alone). Raises "
+        "kp.Error with the compiler's messages, which carry line numbers, if the source does not "
+        "compile.")
+      .def_static(
+        "load_spirv",
+        [](const std::string& path) { return spirvToBytes(kp::Shader::loadSpirv(path)); },
+        "path"_a,
+        keepGil,
+        "Reads a SPIR-V binary file and returns its bytes; raises kp.Error if it cannot be "
+        "read or is not SPIR-V.")
+      .def_static("has_compiler",
+                  &kp::Shader::hasCompiler,
+                  "Whether compile_source is available in this build.");
+
+    m.attr("SHADEROPMULT_COMP_SPV") =
+      nb::bytes(reinterpret_cast<const char*>(kp::SHADEROPMULT_COMP_SPV.data()),
+                kp::SHADEROPMULT_COMP_SPV.size() * 4);
+    m.attr("SHADERLOGISTICREGRESSION_COMP_SPV") =
+      nb::bytes(reinterpret_cast<const char*>(kp::SHADERLOGISTICREGRESSION_COMP_SPV.data()),
+                kp::SHADERLOGISTICREGRESSION_COMP_SPV.size() * 4);
+
+    // --- Memory and Tensor ------------------------------------------------------
+
+    nb::class_<Memory>(m,
+                       "Memory",
+                       nb::type_slots(py::memorySlots),
+                       "Base class of GPU memory objects (Tensor; Image to come). Supports the "
+                       "buffer protocol: memoryview(t) and numpy.asarray(t) see the host view "
+                       "without a copy.")
+      .def(
+        "data",
+        [](nb::handle self) { return memoryData(self); },
+        keepGil,
+        "The host view as a 1-D numpy array, without a copy: writes through it change the "
+        "tensor's host data, and it keeps the tensor alive (its .base is the tensor). It does "
+        "not talk to the GPU: record OpSyncDevice to send host data to the device and "
+        "OpSyncLocal to bring results back (eHost / eDeviceAndHost tensors need neither). "
+        "Raises kp.DestroyedError once the tensor or its Manager is destroyed, and kp.Error "
+        "for a storage tensor, which has no host view. An array obtained before destroy() "
+        "must not be used afterwards: the memory behind it is freed.")
+      .def(
+        "set_data",
+        [](nb::handle self, ArrayLike values) { memorySetData(self, values.object); },
+        "values"_a,
+        keepGil,
+        "Copies `values` (converted to this tensor's dtype; exactly size() elements) into the "
+        "host view. Like data()[:] = values; record OpSyncDevice to send it to the device.")
+      .def("size", &Memory::size, keepGil, "Number of elements.")
+      .def("__len__", &Memory::size, keepGil, "Number of elements.")
+      .def("memory_size", &Memory::memorySize, keepGil, "Size in bytes.")
+      .def("data_type_memory_size",
+           nb::overload_cast<>(&Memory::dataTypeMemorySize, nb::const_),
+           keepGil,
+           "Bytes per element.")
+      .def("data_type", nb::overload_cast<>(&Memory::dataType, nb::const_), keepGil,
+           "The element type (kp.DataTypes).")
+      .def("memory_type", &Memory::memoryType, keepGil, "The memory type (kp.MemoryTypes).")
+      .def("is_init", &Memory::isInit, keepGil,
+           "False once destroyed (directly or by its Manager's destroy()).")
+      .def("is_host_view_direct", &Memory::isHostViewDirect, keepGil,
+           "True when the host view is the device memory itself (host and deviceAndHost "
+           "tensors, and device tensors on unified-memory devices): no staging copy, and "
+           "OpSyncDevice / OpSyncLocal only order accesses (ours).")
+      .def("destroy", &Memory::destroy, releaseGil,
+           "Frees the GPU memory now (waiting for work in flight). Afterwards every use "
+           "raises kp.DestroyedError. Idempotent.");
+
+    nb::class_<kp::Tensor, Memory>(
+      m,
+      "Tensor",
+      "A one-dimensional array of elements in GPU memory with a host view. Made by "
+      "Manager.tensor() / Manager.tensor_t().")
+      .def(
+        "__repr__",
+        [](kp::Tensor& self) { return memoryRepr(self, "Tensor"); },
+        keepGil,
+        "Element type, size and memory type.");
+
+    // Images (kp.Image, Manager.image / image_t) will be bound here once
+    // kp::Image exists in the C++ library: a subclass of Memory like Tensor,
+    // so data(), the buffer protocol and the operations work on them as is.
+
+    // --- Operations ------------------------------------------------------------
+
+    nb::class_<kp::OpBase>(m,
+                           "OpBase",
+                           "Base class of the operations a Sequence records (not instantiable).");
+
+    nb::class_<kp::OpSyncDevice, kp::OpBase>(
+      m,
+      "OpSyncDevice",
+      "Copies the host views of tensors into their device memory (device tensors; others "
+      "need no copy).")
+      .def(nb::init<const MemoryList&>(),
+           "tensors"_a,
+           keepGil,
+           "Syncs the whole of each tensor. Raises if the list is empty or holds a destroyed "
+           "tensor.")
+      .def(nb::init<const MemoryList&, uint32_t, uint32_t>(),
+           "tensors"_a,
+           "offset"_a,
+           "count"_a,
+           keepGil,
+           "Syncs elements [offset, offset + count) of each tensor (ours).");
+
+    nb::class_<kp::OpSyncLocal, kp::OpBase>(
+      m,
+      "OpSyncLocal",
+      "Copies the device memory of tensors back into their host views, ready to read once "
+      "the sequence has completed.")
+      .def(nb::init<const MemoryList&>(),
+           "tensors"_a,
+           keepGil,
+           "Syncs the whole of each tensor. Raises if the list is empty or holds a destroyed "
+           "tensor.")
+      .def(nb::init<const MemoryList&, uint32_t, uint32_t>(),
+           "tensors"_a,
+           "offset"_a,
+           "count"_a,
+           keepGil,
+           "Syncs elements [offset, offset + count) of each tensor (ours).");
+
+    nb::class_<kp::OpCopy, kp::OpBase>(
+      m,
+      "OpCopy",
+      "Copies the device data of the first tensor into each of the others (same type and "
+      "size); their host views receive it too.")
+      .def(nb::init<const MemoryList&>(),
+           "tensors"_a,
+           keepGil,
+           "Raises unless there are at least two tensors.");
+
+    nb::class_<kp::OpAlgoDispatch, kp::OpBase>(
+      m,
+      "OpAlgoDispatch",
+      "Dispatches an algorithm, optionally with new push constants (which then stay on the "
+      "algorithm, as upstream).")
+      .def(
+        "__init__",
+        [](kp::OpAlgoDispatch* self,
+           const std::shared_ptr<kp::Algorithm>& algorithm,
+           ConstantsArg pushConstants) {
+            new (self) kp::OpAlgoDispatch(
+              algorithm,
+              constantsFromPython(pushConstants.object, "OpAlgoDispatch push_consts"));
+        },
+        "algorithm"_a,
+        "push_consts"_a = nb::list(),
+        keepGil,
+        "push_consts: a list of numbers (float32) or a numpy array of any scalar dtype (or a "
+        "structured array); empty keeps the algorithm's own. Their byte size must match the "
+        "shader's push-constant block, which is checked when the operation is recorded.");
+
+    nb::class_<kp::OpMult, kp::OpAlgoDispatch>(
+      m,
+      "OpMult",
+      "Element-wise multiply of two float tensors into a third, with the built-in shader.")
+      .def(nb::init<MemoryList, std::shared_ptr<kp::Algorithm>>(),
+           "tensors"_a,
+           "algorithm"_a,
+           releaseGil,
+           "tensors: [a, b, out], all float32 of one size. The algorithm (e.g. "
+           "mgr.algorithm()) is rebuilt with the multiply shader, as upstream.");
+
+    nb::class_<kp::OpMemoryBarrier, kp::OpBase>(
+      m,
+      "OpMemoryBarrier",
+      "Records a pipeline barrier on each tensor's device buffer (or staging buffer).")
+      .def(
+        "__init__",
+        [](kp::OpMemoryBarrier* self,
+           const MemoryList& tensors,
+           uint32_t srcAccessMask,
+           uint32_t dstAccessMask,
+           uint32_t srcStageMask,
+           uint32_t dstStageMask,
+           bool barrierOnPrimary) {
+            new (self) kp::OpMemoryBarrier(tensors,
+                                           vk::AccessFlags(srcAccessMask),
+                                           vk::AccessFlags(dstAccessMask),
+                                           vk::PipelineStageFlags(srcStageMask),
+                                           vk::PipelineStageFlags(dstStageMask),
+                                           barrierOnPrimary);
+        },
+        "tensors"_a,
+        "src_access_mask"_a,
+        "dst_access_mask"_a,
+        "src_stage_mask"_a,
+        "dst_stage_mask"_a,
+        "barrier_on_primary"_a = true,
+        keepGil,
+        "Masks are Vulkan VkAccessFlags / VkPipelineStageFlags values: use kp.AccessFlagBits "
+        "and kp.PipelineStageFlagBits (e.g. AccessFlagBits.shader_write | ...).");
+
+    // --- Algorithm ---------------------------------------------------------------
+
+    nb::class_<kp::Algorithm>(
+      m,
+      "Algorithm",
+      "A compute shader with its tensors (binding i = tensor i), specialization and push "
+      "constants and workgroup count. Made by Manager.algorithm().")
+      .def("get_mem_objects",
+           &kp::Algorithm::getMemObjects,
+           keepGil,
+           "The bound tensors, in binding order.")
+      .def("is_init", &kp::Algorithm::isInit, keepGil,
+           "False before it is built (empty algorithm) and after destroy().")
+      .def("destroy", &kp::Algorithm::destroy, releaseGil,
+           "Frees the pipeline and descriptor set (waiting for work in flight). Idempotent.")
+      .def(
+        "rebuild",
+        [](kp::Algorithm& self,
+           const MemoryList& tensors,
+           SpirvArg spirv,
+           const kp::Workgroup& workgroup,
+           ConstantsArg specConsts,
+           ConstantsArg pushConsts) {
+            auto words = spirvFromPython(spirv.object);
+            auto spec = constantsFromPython(specConsts.object, "spec_consts");
+            auto push = constantsFromPython(pushConsts.object, "push_consts");
+            ReleaseGil release;
+            self.rebuild(tensors, words, workgroup, spec, push);
+        },
+        "tensors"_a,
+        "spirv"_a,
+        "workgroup"_a = kp::Workgroup{ 0, 0, 0 },
+        "spec_consts"_a = nb::list(),
+        "push_consts"_a = nb::list(),
+        keepGil,
+        "Rebuilds the pipeline with new tensors, shader and constants (empty constants keep "
+        "the previous ones). Sequences that recorded it re-record themselves.")
+      .def(
+        "set_mem_objects",
+        [](kp::Algorithm& self, const MemoryList& tensors) {
+            ReleaseGil release;
+            self.setMemObjects(tensors);
+        },
+        "tensors"_a,
+        keepGil,
+        "Binds other tensors of the same kinds without rebuilding the pipeline (ours).")
+      .def("set_workgroup",
+           &kp::Algorithm::setWorkgroup,
+           "workgroup"_a,
+           "min_size"_a = 1,
+           keepGil,
+           "Sets the group counts of the next recorded dispatch: x = 0 means (min_size, 1, 1); "
+           "y or z = 0 means 1. Raises beyond the device's limits.")
+      .def(
+        "get_workgroup",
+        [](kp::Algorithm& self) {
+            const kp::Workgroup& wg = self.getWorkgroup();
+            return nb::make_tuple(wg[0], wg[1], wg[2]);
+        },
+        nb::sig("def get_workgroup(self) -> tuple[int, int, int]"),
+        keepGil,
+        "The group counts (x, y, z) of the dispatch.")
+      .def(
+        "set_push_constants",
+        [](kp::Algorithm& self, ConstantsArg values) {
+            self.setPushConstants(constantsFromPython(values.object, "push_consts"));
+        },
+        "push_consts"_a,
+        keepGil,
+        "Replaces the push constants; their byte size must match the shader's block.")
+      .def(
+        "get_push_constants",
+        [](kp::Algorithm& self, DTypeArg dtype) {
+            return constantsToNumpy(kp::ConstantBytes::from(self.getPushConstants<uint8_t>()),
+                                    dtype.object);
+        },
+        "dtype"_a = nb::str("float32"),
+        keepGil,
+        "The current push constants, read as a numpy array of `dtype`.")
+      .def(
+        "get_specialization_constants",
+        [](kp::Algorithm& self, DTypeArg dtype) {
+            return constantsToNumpy(
+              kp::ConstantBytes::from(self.getSpecializationConstants<uint8_t>()), dtype.object);
+        },
+        "dtype"_a = nb::str("float32"),
+        keepGil,
+        "The specialization constants, read as a numpy array of `dtype`.");
+
+    // --- Sequence ------------------------------------------------------------------
+
+    nb::class_<kp::Sequence>(
+      m,
+      "Sequence",
+      "A batch of operations recorded into one command buffer and submitted together on one "
+      "queue. Recording after an evaluation starts a new batch; eval() with nothing new "
+      "re-submits the last batch. Use one sequence from one thread at a time. Made by "
+      "Manager.sequence().")
+      .def("record",
+           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.record(std::move(op)); },
+           "op"_a,
+           keepGil,
+           "Records an operation into the batch and returns the sequence (for chaining). "
+           "Raises while the sequence is running.")
+      .def("eval",
+           [](kp::Sequence& self) { return self.eval(); },
+           releaseGil,
+           "Submits the batch and waits for it (without holding the GIL); returns the "
+           "sequence.")
+      .def("eval",
+           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.eval(std::move(op)); },
+           "op"_a,
+           releaseGil,
+           "Clears the batch, records `op` alone, submits and waits; returns the sequence.")
+      .def("eval_async",
+           [](kp::Sequence& self) { return self.evalAsync(); },
+           releaseGil,
+           "Submits the batch and returns at once, while the device works; eval_await() "
+           "completes it. Raises if the previous submission was not awaited.")
+      .def("eval_async",
+           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.evalAsync(std::move(op)); },
+           "op"_a,
+           releaseGil,
+           "Clears the batch, records `op` alone and submits it without waiting.")
+      .def("eval_await",
+           &kp::Sequence::evalAwait,
+           "timeout"_a = UINT64_MAX,
+           releaseGil,
+           "Waits up to `timeout` nanoseconds (64-bit; default: no limit) for the submission, "
+           "without holding the GIL. On timeout the sequence stays running: call it again "
+           "later. Returns at once when nothing is pending. Returns the sequence.")
+      .def("is_recording", &kp::Sequence::isRecording, keepGil,
+           "True while operations are being recorded into a batch not yet evaluated.")
+      .def("is_running", &kp::Sequence::isRunning, keepGil,
+           "True between eval_async() and the eval_await() that completes it.")
+      .def("is_init", &kp::Sequence::isInit, keepGil,
+           "False once destroyed (directly or by its Manager's destroy()).")
+      .def("clear", &kp::Sequence::clear, releaseGil,
+           "Drops the recorded operations and ends recording.")
+      .def("begin", &kp::Sequence::begin, releaseGil,
+           "Starts a new, empty batch (ours; record() does it when needed).")
+      .def("end", &kp::Sequence::end, releaseGil,
+           "Ends recording (ours; eval() does it when needed).")
+      .def("rerecord", &kp::Sequence::rerecord, releaseGil,
+           "Records the batch's operations again into a fresh command buffer.")
+      .def("get_timestamps", &kp::Sequence::getTimestamps, releaseGil,
+           "Raw timestamp ticks of the last completed evaluation: one at the start and one "
+           "after each operation (needs total_timestamps in Manager.sequence()). Multiply "
+           "differences by get_device_properties()['timestamp_period'] for nanoseconds, or use "
+           "get_timestamps_ns().")
+      .def("get_timestamps_ns", &kp::Sequence::getTimestampsNs, releaseGil,
+           "The timestamps in nanoseconds (ours).")
+      .def("destroy", &kp::Sequence::destroy, releaseGil,
+           "Waits for work in flight and frees the command buffer. Idempotent; afterwards "
+           "every use raises kp.DestroyedError.");
+
+    // --- Manager -------------------------------------------------------------------------
+
+    nb::class_<kp::Manager>(
+      m,
+      "Manager",
+      "Owns a Vulkan device and creates tensors, algorithms and sequences on it. Objects it "
+      "made keep it alive; destroy() (or leaving a `with` block) frees everything at once, "
+      "after which those objects raise kp.DestroyedError.")
+      .def(nb::init<uint32_t, const std::vector<uint32_t>&, const std::vector<std::string>&>(),
+           "device"_a = 0,
+           "family_queue_indices"_a = std::vector<uint32_t>(),
+           "desired_extensions"_a = std::vector<std::string>(),
+           releaseGil,
+           "Creates a Vulkan instance and a device on physical device `device` (see "
+           "list_devices()). One queue is created per entry of `family_queue_indices` (repeat a "
+           "family for several of its queues; empty: one queue of the first compute family). "
+           "Raises kp.Error for a device index out of range, or a family without compute or "
+           "without enough queues. The environment variable KOMPUTE_ENV_DEBUG_LAYERS may name "
+           "Vulkan layers to enable (e.g. VK_LAYER_KHRONOS_validation).")
+      .def(
+        "__enter__",
+        [](nb::handle self) { return nb::borrow(self); },
+        nb::sig("def __enter__(self) -> Manager"),
+        "Returns the manager; leaving the block destroys it.")
+      .def(
+        "__exit__",
+        [](kp::Manager& self, nb::args) {
+            ReleaseGil release;
+            self.destroy();
+        },
+        keepGil,
+        "Destroys the manager and everything it made.")
+      .def("destroy", &kp::Manager::destroy, releaseGil,
+           "Waits for the device, destroys every object this manager made that is still alive "
+           "(they stay as inert Python objects: using them raises kp.DestroyedError; numpy "
+           "arrays obtained from their data() must not be used any more), then the device and "
+           "instance. Idempotent.")
+      .def("clear", &kp::Manager::clear, keepGil,
+           "Kept for upstream code: expired objects are pruned automatically.")
+      .def(
+        "sequence",
+        [](kp::Manager& self, uint32_t queueIndex, uint32_t totalTimestamps) {
+            return self.sequence(queueIndex, totalTimestamps);
+        },
+        "queue_index"_a = 0,
+        "total_timestamps"_a = 0,
+        nb::keep_alive<0, 1>(),
+        releaseGil,
+        "A new sequence on queue `queue_index` (a position in family_queue_indices). With "
+        "total_timestamps > 0 it records a timestamp at its start and after each of up to that "
+        "many operations (see Sequence.get_timestamps).")
+      .def(
+        "tensor",
+        [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType) {
+            return tensorFromPython(self, data.object, memoryType, true);
+        },
+        "data"_a,
+        "memory_type"_a = MemoryTypes::eDevice,
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "A float32 tensor holding a copy of `data` (a list or array of any shape, flattened; "
+        "values are converted to float32).")
+      .def(
+        "tensor_t",
+        [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType) {
+            return tensorFromPython(self, data.object, memoryType, false);
+        },
+        "data"_a,
+        "memory_type"_a = MemoryTypes::eDevice,
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "A tensor holding a copy of the array `data` (flattened), with the array's dtype: "
+        "bool, int8/16/32/64, uint8/16/32/64, float16/32/64 (int64 -> DataTypes.long, uint64 "
+        "-> ulong, float16 -> half). Other dtypes raise TypeError.")
+      .def(
+        "algorithm",
+        [](kp::Manager& self,
+           const MemoryList& tensors,
+           SpirvArg spirv,
+           const kp::Workgroup& workgroup,
+           ConstantsArg specConsts,
+           ConstantsArg pushConsts) {
+            auto words = spirvFromPython(spirv.object);
+            auto spec = constantsFromPython(specConsts.object, "spec_consts");
+            auto push = constantsFromPython(pushConsts.object, "push_consts");
+            ReleaseGil release;
+            return self.algorithmWithConstants(tensors, words, workgroup, spec, push);
+        },
+        "tensors"_a = MemoryList(),
+        "spirv"_a = nb::bytes("", 0),
+        "workgroup"_a = kp::Workgroup{ 0, 0, 0 },
+        "spec_consts"_a = nb::list(),
+        "push_consts"_a = nb::list(),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "An algorithm running `spirv` (bytes, e.g. from kp.compile_source) over `tensors` "
+        "(binding i = tensor i). workgroup: group counts (x, y, z); x = 0 means (size of "
+        "tensors[0], 1, 1). spec_consts / push_consts: lists of numbers (float32) or numpy "
+        "arrays of any scalar dtype (or structured arrays); the shader is checked against the "
+        "tensors and the constants' byte sizes before the driver sees it, raising kp.Error on "
+        "any mismatch. SPIR-V whose length is not a multiple of 4 raises ValueError. With no "
+        "tensors or no SPIR-V an empty algorithm is returned (for OpMult).")
+      .def(
+        "list_devices",
+        [](kp::Manager& self) {
+            nb::list devices;
+            for (const vk::PhysicalDevice& device : self.listDevices()) {
+                nb::dict info = deviceDict(device, device.getProperties());
+                info["index"] = devices.size();
+                devices.append(info);
+            }
+            return devices;
+        },
+        nb::sig("def list_devices(self) -> list[dict[str, typing.Any]]"),
+        keepGil,
+        "One dict per Vulkan device of this manager's instance (keys as get_device_properties, "
+        "plus 'index', the value to give Manager(device=...)).")
+      .def(
+        "get_device_properties",
+        [](kp::Manager& self) {
+            vk::PhysicalDeviceProperties properties = self.getDeviceProperties();
+            return deviceDict(*self.getVkPhysicalDevice(), properties);
+        },
+        nb::sig("def get_device_properties(self) -> dict[str, typing.Any]"),
+        keepGil,
+        "This manager's device: device_name, device_type, api_version ('major.minor.patch'), "
+        "vendor_id, device_id, driver_version, max_work_group_count, "
+        "max_work_group_invocations, max_work_group_size, max_push_constants_size, "
+        "max_storage_buffer_range, max_compute_shared_memory_size, "
+        "min_storage_buffer_offset_alignment, timestamps_supported, timestamp_period "
+        "(nanoseconds per tick), shader_float64, shader_int64, shader_int16.")
+      .def(
+        "memory_stats",
+        [](kp::Manager& self) { return memoryStatsDict(self.memoryStats()); },
+        nb::sig("def memory_stats(self) -> dict[str, typing.Any]"),
+        keepGil,
+        "Device memory use (ours): allocated_bytes, used_bytes, device_memory_count, and "
+        "memory_types, a list with the same figures (and peak_used_bytes, allocation_count, "
+        "property_flags) per Vulkan memory type.")
+      .def("uses_staging_for_device_memory", &kp::Manager::usesStagingForDeviceMemory, keepGil,
+           "True when device tensors get a staging copy for their host view (discrete GPUs, "
+           "or KOMPUTE_ENV_FORCE_STAGING=1); False on unified-memory devices, where their host "
+           "view is the device memory itself (ours).")
+      .def("queue_count", &kp::Manager::queueCount, keepGil,
+           "Number of queues (sequence(queue_index) takes queue_index below it) (ours).")
+      .def("load_pipeline_cache", &kp::Manager::loadPipelineCache, "path"_a, releaseGil,
+           "Merges a pipeline cache file saved by save_pipeline_cache (ours). Returns False, "
+           "with a warning, if it is missing or from another device or driver.")
+      .def("save_pipeline_cache", &kp::Manager::savePipelineCache, "path"_a, releaseGil,
+           "Writes the manager's pipeline cache to a file, so algorithms build faster next "
+           "time (ours).");
+}

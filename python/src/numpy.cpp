@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+// numpy interoperation without numpy's C API: arrays come in through the
+// buffer protocol, and kp.Memory exposes its host view through the buffer
+// protocol, so numpy is only imported (lazily) when an array is involved.
+#include "common.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace kp {
+namespace python {
+
+namespace {
+
+using DataTypes = Memory::DataTypes;
+
+struct DtypeInfo
+{
+    DataTypes dataType;
+    const char* numpyName;
+    const char* bufferFormat; // struct-module format of one element
+};
+
+// Every data type with a numpy equivalent.
+constexpr DtypeInfo kDtypes[] = {
+    { DataTypes::eBool, "bool", "?" },
+    { DataTypes::eChar, "int8", "b" },
+    { DataTypes::eUnsignedChar, "uint8", "B" },
+    { DataTypes::eShort, "int16", "h" },
+    { DataTypes::eUnsignedShort, "uint16", "H" },
+    { DataTypes::eInt, "int32", "i" },
+    { DataTypes::eUnsignedInt, "uint32", "I" },
+    { DataTypes::eLong, "int64", "q" },
+    { DataTypes::eUnsignedLong, "uint64", "Q" },
+    { DataTypes::eHalf, "float16", "e" },
+    { DataTypes::eFloat, "float32", "f" },
+    { DataTypes::eDouble, "float64", "d" },
+};
+
+const DtypeInfo*
+dtypeInfo(DataTypes dataType)
+{
+    for (const auto& info : kDtypes) {
+        if (info.dataType == dataType) {
+            return &info;
+        }
+    }
+    return nullptr;
+}
+
+constexpr const char* kSupportedDtypes =
+  "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32 "
+  "or float64";
+
+nb::module_
+numpy()
+{
+    return nb::module_::import_("numpy");
+}
+
+/** A C-contiguous buffer view of a Python object, released on scope exit. */
+class BufferView
+{
+  public:
+    BufferView(nb::handle object, int flags, const char* what)
+    {
+        if (PyObject_GetBuffer(object.ptr(), &mView, flags) != 0) {
+            PyErr_Clear();
+            throw nb::type_error(
+              (std::string(what) + ": expected a bytes-like object or array, got " +
+               nb::cast<std::string>(nb::str(object.type().attr("__name__"))))
+                .c_str());
+        }
+    }
+    ~BufferView() { PyBuffer_Release(&mView); }
+    BufferView(const BufferView&) = delete;
+    BufferView& operator=(const BufferView&) = delete;
+
+    const void* data() const { return mView.buf; }
+    size_t size() const { return static_cast<size_t>(mView.len); }
+
+  private:
+    Py_buffer mView{};
+};
+
+/** A C-contiguous numpy array of `data` in native byte order. */
+nb::object
+contiguousArray(nb::handle data, nb::handle dtype = nb::handle())
+{
+    nb::module_ np = numpy();
+    nb::object array = dtype.is_valid() ? np.attr("ascontiguousarray")(data, nb::arg("dtype") = dtype)
+                                        : np.attr("ascontiguousarray")(data);
+    nb::object arrayDtype = array.attr("dtype");
+    if (nb::cast<std::string>(arrayDtype.attr("byteorder")) == ">") {
+        array = np.attr("ascontiguousarray")(
+          array, nb::arg("dtype") = arrayDtype.attr("newbyteorder")("="));
+    }
+    return array;
+}
+
+/** The data type of a numpy dtype; throws TypeError naming the dtype if
+ * Kompute has none. */
+DataTypes
+dataTypeOf(nb::handle dtype, const char* what)
+{
+    std::string name = nb::cast<std::string>(nb::str(dtype.attr("name")));
+    std::string kind = nb::cast<std::string>(dtype.attr("kind"));
+    if (kind == "b" || kind == "i" || kind == "u" || kind == "f") {
+        for (const auto& info : kDtypes) {
+            if (name == info.numpyName) {
+                return info.dataType;
+            }
+        }
+    }
+    throw nb::type_error((std::string(what) + ": numpy dtype " + name +
+                          " is not supported; use one of " + kSupportedDtypes)
+                           .c_str());
+}
+
+/** The Memory behind a kp.Memory Python object. */
+Memory&
+memoryOf(nb::handle self)
+{
+    return *nb::cast<Memory*>(self);
+}
+
+/** Shape and strides storage of one exported buffer. */
+struct BufferShape
+{
+    Py_ssize_t shape[1];
+    Py_ssize_t strides[1];
+};
+
+} // namespace
+
+const char*
+numpyDtypeName(Memory::DataTypes dataType)
+{
+    const DtypeInfo* info = dtypeInfo(dataType);
+    return info != nullptr ? info->numpyName : nullptr;
+}
+
+std::shared_ptr<Tensor>
+tensorFromPython(Manager& manager,
+                 nb::handle data,
+                 Memory::MemoryTypes memoryType,
+                 bool asFloat32)
+{
+    const char* what = asFloat32 ? "Manager.tensor()" : "Manager.tensor_t()";
+    nb::object array;
+    if (asFloat32) {
+        array = contiguousArray(data, numpy().attr("float32"));
+    } else {
+        array = contiguousArray(data);
+    }
+    DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
+    uint32_t elementSize = Memory::dataTypeMemorySize(dataType);
+    BufferView view(array, PyBUF_C_CONTIGUOUS, what);
+    size_t count = view.size() / elementSize;
+    if (count > UINT32_MAX) {
+        throw nb::value_error((std::string(what) + ": " + std::to_string(count) +
+                               " elements given; a tensor holds at most 2^32-1")
+                                .c_str());
+    }
+    // The view keeps the array alive and unresizable while the GIL is
+    // released: the tensor copies it once into its host view.
+    ReleaseGil release;
+    return manager.tensor(const_cast<void*>(view.data()),
+                          static_cast<uint32_t>(count),
+                          elementSize,
+                          dataType,
+                          memoryType);
+}
+
+int
+memoryGetBuffer(PyObject* self, Py_buffer* view, int flags)
+{
+    view->obj = nullptr;
+    try {
+        Memory& memory = memoryOf(self);
+        memory.checkInit("Reading the host view (data(), buffer)");
+        if (memory.memoryType() == Memory::MemoryTypes::eStorage) {
+            throw Error("An eStorage (kp.MemoryTypes.storage) object has no host view: copy it "
+                        "with OpCopy into a device or host tensor to read it");
+        }
+        const DtypeInfo* info = dtypeInfo(memory.dataType());
+        void* data = memory.rawData();
+        auto* shape = static_cast<BufferShape*>(std::malloc(sizeof(BufferShape)));
+        if (shape == nullptr) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        uint32_t itemSize = memory.dataTypeMemorySize();
+        shape->shape[0] = static_cast<Py_ssize_t>(memory.size());
+        shape->strides[0] = static_cast<Py_ssize_t>(itemSize);
+        view->buf = data;
+        view->obj = Py_NewRef(self);
+        view->len = static_cast<Py_ssize_t>(memory.memorySize());
+        view->readonly = 0;
+        view->itemsize = static_cast<Py_ssize_t>(itemSize);
+        view->format = nullptr;
+        if (flags & PyBUF_FORMAT) {
+            view->format = const_cast<char*>(info != nullptr ? info->bufferFormat : "B");
+        }
+        if (info == nullptr) { // eCustom: raw bytes
+            view->itemsize = 1;
+            shape->shape[0] = view->len;
+            shape->strides[0] = 1;
+        }
+        view->ndim = 1;
+        view->shape = (flags & PyBUF_ND) == PyBUF_ND ? shape->shape : nullptr;
+        view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? shape->strides : nullptr;
+        view->suboffsets = nullptr;
+        view->internal = shape;
+        return 0;
+    } catch (...) {
+        setPythonError(std::current_exception());
+        return -1;
+    }
+}
+
+void
+memoryReleaseBuffer(PyObject*, Py_buffer* view)
+{
+    std::free(view->internal);
+    view->internal = nullptr;
+}
+
+NdArray
+memoryData(nb::handle self)
+{
+    Memory& memory = memoryOf(self);
+    memory.checkInit("Tensor.data()");
+    const char* name = numpyDtypeName(memory.dataType());
+    nb::module_ np = numpy();
+    // ndarray(buffer=self) keeps `self` as the array's base: the array keeps
+    // the tensor alive, as upstream's does.
+    return { np.attr("ndarray")(nb::make_tuple(memory.size()),
+                                nb::arg("dtype") = name != nullptr ? name : "uint8",
+                                nb::arg("buffer") = self) };
+}
+
+void
+memorySetData(nb::handle self, nb::handle values)
+{
+    Memory& memory = memoryOf(self);
+    memory.checkInit("Tensor.set_data()");
+    const char* name = numpyDtypeName(memory.dataType());
+    nb::object array = contiguousArray(values, nb::str(name != nullptr ? name : "uint8"));
+    BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.set_data()");
+    memory.setData(view.data(), view.size());
+}
+
+ConstantBytes
+constantsFromPython(nb::handle values, const char* what)
+{
+    if (values.is_none()) {
+        return {};
+    }
+    if (nb::isinstance<nb::list>(values) || nb::isinstance<nb::tuple>(values)) {
+        // Upstream treats lists as float32.
+        std::vector<float> floats;
+        if (!nb::try_cast(values, floats)) {
+            throw nb::type_error((std::string(what) +
+                                  ": a list of constants must hold numbers (they are passed "
+                                  "as float32; use a numpy array for other types)")
+                                   .c_str());
+        }
+        return ConstantBytes::from(floats);
+    }
+    nb::module_ np = numpy();
+    if (!nb::isinstance(values, np.attr("ndarray")) && !nb::isinstance(values, np.attr("generic"))) {
+        throw nb::type_error(
+          (std::string(what) + ": expected a list of numbers or a numpy array, got " +
+           nb::cast<std::string>(nb::str(values.type().attr("__name__"))))
+            .c_str());
+    }
+    nb::object array = contiguousArray(values);
+    nb::object dtype = array.attr("dtype");
+    std::string kind = nb::cast<std::string>(dtype.attr("kind"));
+    size_t itemSize = nb::cast<size_t>(dtype.attr("itemsize"));
+    BufferView view(array, PyBUF_C_CONTIGUOUS, what);
+    ConstantBytes constants;
+    if (view.size() == 0) {
+        return constants;
+    }
+    const auto* bytes = static_cast<const uint8_t*>(view.data());
+    if (kind == "b") {
+        // SPIR-V booleans are 32-bit words.
+        constants.kind = ConstantBytes::Kind::eBool;
+        constants.elementSize = 4;
+        for (size_t i = 0; i < view.size(); ++i) {
+            uint32_t word = bytes[i] != 0 ? 1u : 0u;
+            const auto* raw = reinterpret_cast<const uint8_t*>(&word);
+            constants.bytes.insert(constants.bytes.end(), raw, raw + 4);
+        }
+        return constants;
+    }
+    if (kind == "f") {
+        constants.kind = ConstantBytes::Kind::eFloat;
+    } else if (kind == "i") {
+        constants.kind = ConstantBytes::Kind::eInt;
+    } else if (kind == "u") {
+        constants.kind = ConstantBytes::Kind::eUnsignedInt;
+    } else if (kind == "V" && !dtype.attr("fields").is_none()) {
+        constants.kind = ConstantBytes::Kind::eStruct;
+    } else {
+        throw nb::type_error((std::string(what) + ": numpy dtype " +
+                              nb::cast<std::string>(nb::str(dtype)) +
+                              " cannot be a constant; use bool, int8-64, uint8-64, "
+                              "float16/32/64 or a structured dtype")
+                               .c_str());
+    }
+    constants.elementSize = static_cast<uint32_t>(itemSize);
+    constants.bytes.assign(bytes, bytes + view.size());
+    return constants;
+}
+
+NdArray
+constantsToNumpy(const ConstantBytes& constants, nb::handle dtype)
+{
+    nb::module_ np = numpy();
+    nb::bytes raw(reinterpret_cast<const char*>(constants.bytes.data()), constants.bytes.size());
+    nb::object type = np.attr("dtype")(dtype);
+    size_t itemSize = nb::cast<size_t>(type.attr("itemsize"));
+    if (itemSize == 0 || constants.bytes.size() % itemSize != 0) {
+        throw nb::value_error(("The constants are " + std::to_string(constants.bytes.size()) +
+                               " bytes, not a whole number of " +
+                               nb::cast<std::string>(nb::str(type)) + " values")
+                                .c_str());
+    }
+    return { np.attr("frombuffer")(raw, nb::arg("dtype") = type).attr("copy")() };
+}
+
+std::vector<uint32_t>
+spirvFromPython(nb::handle spirv)
+{
+    if (spirv.is_none()) {
+        return {};
+    }
+    if (PyUnicode_Check(spirv.ptr())) {
+        throw nb::type_error("spirv must be SPIR-V bytes, not a str: compile GLSL source "
+                             "with kp.compile_source(source) first");
+    }
+    BufferView view(spirv, PyBUF_C_CONTIGUOUS, "spirv");
+    if (view.size() % 4 != 0) {
+        throw nb::value_error(("spirv must be a whole number of 32-bit words, but " +
+                               std::to_string(view.size()) + " bytes were given (" +
+                               std::to_string(view.size() % 4) +
+                               " bytes too many or missing): is it SPIR-V?")
+                                .c_str());
+    }
+    std::vector<uint32_t> words(view.size() / 4);
+    if (!words.empty()) {
+        std::memcpy(words.data(), view.data(), view.size());
+    }
+    return words;
+}
+
+nb::bytes
+spirvToBytes(const std::vector<uint32_t>& words)
+{
+    return nb::bytes(reinterpret_cast<const char*>(words.data()), words.size() * 4);
+}
+
+} // namespace python
+} // namespace kp

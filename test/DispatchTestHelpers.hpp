@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by the algorithm and dispatch suites (test_algorithm,
+// test_shader, test_dispatch, test_constants, test_datatypes_shader,
+// test_workgroups). The validation fixtures come from support/TestSupport.hpp.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include <unistd.h>
+
+#include "TestSupport.hpp"
+
+namespace kp_test {
+
+/** GLSL compute source compiled in the process (kp::Shader::compileSource). */
+inline std::vector<uint32_t>
+compile(const std::string& source, const std::map<std::string, std::string>& defines = {})
+{
+    return kp::Shader::compileSource(source, defines);
+}
+
+/**
+ * Runs `action`, which must throw an exception of type E (or a subclass)
+ * whose message contains every one of `fragments`. Any other outcome
+ * (no exception, another exception type, a message missing a fragment) is a
+ * failure that shows the message.
+ */
+template<typename E = kp::Error, typename F>
+::testing::AssertionResult
+throwsWith(F&& action, std::initializer_list<std::string> fragments)
+{
+    try {
+        action();
+    } catch (const E& error) {
+        std::string message = error.what();
+        for (const auto& fragment : fragments) {
+            if (message.find(fragment) == std::string::npos) {
+                return ::testing::AssertionFailure()
+                       << "the message does not contain \"" << fragment << "\": " << message;
+            }
+        }
+        return ::testing::AssertionSuccess() << message;
+    } catch (const std::exception& error) {
+        return ::testing::AssertionFailure()
+               << "threw " << typeid(error).name() << " instead of " << typeid(E).name() << ": "
+               << error.what();
+    } catch (...) {
+        return ::testing::AssertionFailure() << "threw something that is not a std::exception";
+    }
+    return ::testing::AssertionFailure() << "nothing was thrown";
+}
+
+/** A file path in the temporary directory, removed when this goes away. */
+class TempFile
+{
+  public:
+    explicit TempFile(const std::string& stem)
+    {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string test = info != nullptr ? std::string(info->name()) : std::string("test");
+        for (char& c : test) {
+            if (c == '/') {
+                c = '_';
+            }
+        }
+        mPath = (std::filesystem::temp_directory_path() /
+                 ("kompute-" + std::to_string(::getpid()) + "-" + test + "-" + stem))
+                  .string();
+    }
+    ~TempFile()
+    {
+        std::error_code ignored;
+        std::filesystem::remove(mPath, ignored);
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+
+    const std::string& path() const { return mPath; }
+
+    void write(const void* data, size_t bytes) const
+    {
+        std::ofstream file(mPath, std::ios::binary | std::ios::trunc);
+        file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+        ASSERT_TRUE(file.good()) << "cannot write " << mPath;
+    }
+    void write(const std::string& text) const { write(text.data(), text.size()); }
+    void write(const std::vector<uint32_t>& words) const
+    {
+        write(words.data(), words.size() * sizeof(uint32_t));
+    }
+
+    size_t size() const
+    {
+        std::error_code error;
+        auto bytes = std::filesystem::file_size(mPath, error);
+        return error ? 0 : static_cast<size_t>(bytes);
+    }
+
+  private:
+    std::string mPath;
+};
+
+/** Test-name suffix for a Staging parameter. */
+inline std::string
+stagingName(const ::testing::TestParamInfo<Staging>& info)
+{
+    return toString(info.param);
+}
+
+/** Both ways eDevice tensors may reach the host. */
+inline const std::vector<Staging>&
+bothStagings()
+{
+    static const std::vector<Staging> stagings = { Staging::Default, Staging::Forced };
+    return stagings;
+}
+
+/** Fixture run once per staging mode. */
+class StagingTest : public KomputeParamTest<Staging>
+{
+  protected:
+    StagingTest() { mStaging = GetParam(); }
+};
+
+/** Copies the device data of the tensors to their host views and waits. */
+inline void
+syncLocal(kp::Manager& manager, const std::vector<std::shared_ptr<kp::Memory>>& memObjects)
+{
+    manager.sequence()->eval<kp::OpSyncLocal>(memObjects);
+}
+
+} // namespace kp_test

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "TestSupport.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace kp_test {
+
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+constexpr const char* kSyncValidation =
+  "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT";
+constexpr const char* kValidationPrefix = "[validation]";
+
+struct LogState
+{
+    std::mutex mutex;
+    // Validation errors since the last check (a ValidatedTest's TearDown, or
+    // the listener below for code outside such fixtures).
+    std::vector<std::string> validationErrors;
+    // Where a live LogCapture records messages, if any.
+    std::vector<LogCapture::Message>* capture = nullptr;
+};
+
+LogState&
+logState()
+{
+    static LogState state;
+    return state;
+}
+
+void
+testSink(kp::logger::Level level, const std::string& message)
+{
+    bool validationError =
+      level >= kp::logger::Level::Error &&
+      message.compare(0, std::strlen(kValidationPrefix), kValidationPrefix) == 0;
+    {
+        auto& state = logState();
+        std::lock_guard<std::mutex> lock(state.mutex);
+        if (validationError) {
+            state.validationErrors.push_back(message);
+        }
+        if (state.capture != nullptr) {
+            state.capture->push_back({ level, message });
+        }
+    }
+    std::fprintf(stderr,
+                 "[kompute %s]%s %s\n",
+                 kp::logger::levelName(level),
+                 validationError ? " VALIDATION ERROR" : "",
+                 message.c_str());
+}
+
+// Makes sure a variable holding a list names `item`, appending it if not.
+void
+ensureListed(const char* name, const char* item, const char* separator)
+{
+    const char* current = std::getenv(name);
+    if (current == nullptr || *current == '\0') {
+        setenv(name, item, 1);
+    } else if (std::string(current).find(item) == std::string::npos) {
+        std::string value = std::string(current) + separator + item;
+        setenv(name, value.c_str(), 1);
+    }
+}
+
+// Catches validation errors of tests that do not check them themselves
+// (tests not derived from ValidatedTest), and of code run between tests.
+class UncheckedValidationListener : public ::testing::EmptyTestEventListener
+{
+  public:
+    void OnTestStart(const ::testing::TestInfo&) override { report("before the test"); }
+    void OnTestEnd(const ::testing::TestInfo& info) override
+    {
+        report(std::string(info.test_suite_name()) + "." + info.name());
+    }
+    void OnTestProgramEnd(const ::testing::UnitTest&) override { report("after the tests"); }
+
+    bool failed() const { return mFailed; }
+
+  private:
+    void report(const std::string& where)
+    {
+        auto errors = validationErrors();
+        if (errors.empty()) {
+            return;
+        }
+        mFailed = true;
+        std::fprintf(stderr,
+                     "FAILURE: %zu validation error(s) not checked by a fixture (%s)\n",
+                     errors.size(),
+                     where.c_str());
+        resetValidationErrors();
+    }
+
+    bool mFailed = false;
+};
+
+} // namespace
+
+// --- Validation errors ---------------------------------------------------
+
+size_t
+validationErrorCount()
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    return state.validationErrors.size();
+}
+
+std::vector<std::string>
+validationErrors()
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    return state.validationErrors;
+}
+
+void
+resetValidationErrors()
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.validationErrors.clear();
+}
+
+void
+installTestLogSink()
+{
+    kp::logger::setSink(testSink);
+}
+
+void
+expectNoValidationErrors()
+{
+    auto errors = validationErrors();
+    std::ostringstream list;
+    for (const auto& error : errors) {
+        list << "\n  " << error;
+    }
+    EXPECT_EQ(errors.size(), 0u) << "the validation layer reported errors:" << list.str();
+    resetValidationErrors();
+}
+
+// --- LogCapture -------------------------------------------------------------
+
+namespace {
+std::vector<LogCapture::Message>&
+captured()
+{
+    static std::vector<LogCapture::Message> messages;
+    return messages;
+}
+}
+
+LogCapture::LogCapture()
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    captured().clear();
+    state.capture = &captured();
+}
+
+LogCapture::~LogCapture()
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.capture = nullptr;
+    captured().clear();
+}
+
+std::vector<LogCapture::Message>
+LogCapture::messages() const
+{
+    auto& state = logState();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    return captured();
+}
+
+bool
+LogCapture::contains(kp::logger::Level level, const std::string& fragment) const
+{
+    for (const auto& message : messages()) {
+        if (message.level == level && message.text.find(fragment) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// --- Environment and managers ---------------------------------------------
+
+ScopedEnv::ScopedEnv(const char* name, const char* value)
+  : mName(name)
+{
+    const char* old = std::getenv(name);
+    mHadValue = old != nullptr;
+    if (mHadValue) {
+        mOldValue = old;
+    }
+    if (value != nullptr) {
+        setenv(name, value, 1);
+    } else {
+        unsetenv(name);
+    }
+}
+
+ScopedEnv::~ScopedEnv()
+{
+    if (mHadValue) {
+        setenv(mName.c_str(), mOldValue.c_str(), 1);
+    } else {
+        unsetenv(mName.c_str());
+    }
+}
+
+std::string
+toString(Staging staging)
+{
+    return staging == Staging::Forced ? "ForcedStaging" : "DefaultStaging";
+}
+
+void
+PrintTo(Staging staging, std::ostream* out)
+{
+    *out << toString(staging);
+}
+
+std::unique_ptr<kp::Manager>
+makeManager(Staging staging)
+{
+    ScopedEnv force("KOMPUTE_ENV_FORCE_STAGING", staging == Staging::Forced ? "1" : nullptr);
+    auto manager = std::make_unique<kp::Manager>();
+    if (staging == Staging::Forced && !manager->usesStagingForDeviceMemory()) {
+        ADD_FAILURE() << "KOMPUTE_ENV_FORCE_STAGING=1 did not give eDevice tensors a staging "
+                         "buffer";
+    }
+    return manager;
+}
+
+// --- RawVulkanDevice -----------------------------------------------------------
+
+namespace {
+
+VKAPI_ATTR VkBool32 VKAPI_CALL
+rawDeviceMessenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                   VkDebugUtilsMessageTypeFlagsEXT,
+                   const VkDebugUtilsMessengerCallbackDataEXT* data,
+                   void*)
+{
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        KP_LOG_ERROR("{} {}", kValidationPrefix, data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+void
+checkResult(VkResult result, const char* action)
+{
+    if (result != VK_SUCCESS) {
+        throw kp::VulkanError(static_cast<vk::Result>(result), action);
+    }
+}
+
+} // namespace
+
+RawVulkanDevice::RawVulkanDevice()
+{
+    VkApplicationInfo app{};
+    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+    app.apiVersion = VK_API_VERSION_1_1;
+    const char* layers[] = { kValidationLayer };
+    const char* extensions[] = { VK_EXT_DEBUG_UTILS_EXTENSION_NAME };
+    VkInstanceCreateInfo instanceInfo{};
+    instanceInfo.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+    instanceInfo.pApplicationInfo = &app;
+    instanceInfo.enabledLayerCount = 1;
+    instanceInfo.ppEnabledLayerNames = layers;
+    instanceInfo.enabledExtensionCount = 1;
+    instanceInfo.ppEnabledExtensionNames = extensions;
+    VkInstance rawInstance = VK_NULL_HANDLE;
+    checkResult(vkCreateInstance(&instanceInfo, nullptr, &rawInstance), "Creating an instance");
+    instance = std::make_shared<vk::Instance>(rawInstance);
+
+    auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(rawInstance, "vkCreateDebugUtilsMessengerEXT"));
+    VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
+    messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
+    messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    messengerInfo.pfnUserCallback = rawDeviceMessenger;
+    checkResult(createMessenger(rawInstance, &messengerInfo, nullptr, &mMessenger),
+                "Creating a debug messenger");
+
+    physicalDevice =
+      std::make_shared<vk::PhysicalDevice>(instance->enumeratePhysicalDevices().at(0));
+    auto families = physicalDevice->getQueueFamilyProperties();
+    while (!(families.at(computeFamily).queueFlags & vk::QueueFlagBits::eCompute)) {
+        ++computeFamily;
+    }
+    float priority = 1.0f;
+    vk::DeviceQueueCreateInfo queueInfo({}, computeFamily, 1, &priority);
+    vk::DeviceCreateInfo deviceInfo({}, 1, &queueInfo);
+    device = std::make_shared<vk::Device>(physicalDevice->createDevice(deviceInfo));
+    queue = std::make_shared<vk::Queue>(device->getQueue(computeFamily, 0));
+}
+
+RawVulkanDevice::~RawVulkanDevice()
+{
+    device->destroy();
+    auto destroyMessenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(static_cast<VkInstance>(*instance), "vkDestroyDebugUtilsMessengerEXT"));
+    destroyMessenger(static_cast<VkInstance>(*instance), mMessenger, nullptr);
+    instance->destroy();
+}
+
+// --- Data -------------------------------------------------------------------
+
+const std::vector<MemoryTypes>&
+allMemoryTypes()
+{
+    static const std::vector<MemoryTypes> types = {
+        MemoryTypes::eDevice, MemoryTypes::eHost, MemoryTypes::eStorage, MemoryTypes::eDeviceAndHost
+    };
+    return types;
+}
+
+std::vector<uint8_t>
+deviceBytes(kp::Manager& mgr, const std::shared_ptr<kp::Tensor>& tensor)
+{
+    uint32_t count = tensor->size();
+    uint32_t elementSize = tensor->dataTypeMemorySize();
+    auto storage = mgr.tensor(count, elementSize, tensor->dataType(), MemoryTypes::eStorage);
+    // Pre-filled so that a copy that did not happen cannot go unnoticed.
+    std::vector<uint8_t> sentinel(tensor->memorySize(), 0xA5);
+    auto out =
+      mgr.tensor(sentinel.data(), count, elementSize, tensor->dataType(), MemoryTypes::eDevice);
+    mgr.sequence()
+      ->record<kp::OpCopy>({ tensor, storage })
+      ->record<kp::OpCopy>({ storage, out })
+      ->record<kp::OpSyncLocal>({ out })
+      ->eval();
+    return out->vector<uint8_t>();
+}
+
+std::vector<uint8_t>
+hostBytes(const std::shared_ptr<kp::Tensor>& tensor)
+{
+    return tensor->vector<uint8_t>();
+}
+
+// --- RawDeviceCopy ------------------------------------------------------------
+
+RawDeviceCopy::RawDeviceCopy(std::shared_ptr<kp::Tensor> source,
+                             std::shared_ptr<kp::Tensor> target,
+                             bool barrier)
+  : mSource(std::move(source))
+  , mTarget(std::move(target))
+  , mBarrier(barrier)
+{
+}
+
+void
+RawDeviceCopy::record(const vk::CommandBuffer& commandBuffer)
+{
+    ++recordCount;
+    if (mBarrier) {
+        vk::MemoryBarrier barrier(vk::AccessFlagBits::eTransferWrite,
+                                  vk::AccessFlagBits::eTransferRead |
+                                    vk::AccessFlagBits::eTransferWrite);
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                                      vk::PipelineStageFlagBits::eTransfer,
+                                      {},
+                                      1,
+                                      &barrier,
+                                      0,
+                                      nullptr,
+                                      0,
+                                      nullptr);
+    }
+    vk::BufferCopy region(0, 0, mSource->memorySize());
+    commandBuffer.copyBuffer(
+      *mSource->getPrimaryBuffer(), *mTarget->getPrimaryBuffer(), 1, &region);
+}
+
+void
+RawDeviceCopy::preEval(const vk::CommandBuffer&)
+{
+    ++preEvalCount;
+}
+
+void
+RawDeviceCopy::postEval(const vk::CommandBuffer&)
+{
+    ++postEvalCount;
+}
+
+} // namespace kp_test
+
+void
+kp::PrintTo(Memory::MemoryTypes memoryType, std::ostream* out)
+{
+    *out << Memory::toString(memoryType);
+}
+
+int
+main(int argc, char** argv)
+{
+    // Set before any Manager exists: the Manager reads the layer list, and
+    // the layer its settings, at instance creation.
+    kp_test::ensureListed("KOMPUTE_ENV_DEBUG_LAYERS", kp_test::kValidationLayer, " ");
+    // The layer splits VK_LAYER_ENABLES at ':' on Linux (',' is not a
+    // separator there: a list joined with it enables nothing).
+    kp_test::ensureListed("VK_LAYER_ENABLES", kp_test::kSyncValidation, ":");
+
+    ::testing::InitGoogleTest(&argc, argv);
+
+    kp_test::installTestLogSink();
+    // Validation errors are logged at Error level: they must not be filtered.
+    if (kp::logger::getLogLevel() > kp::logger::Level::Error) {
+        kp::logger::setLogLevel(kp::logger::Level::Error);
+    }
+
+    auto* listener = new kp_test::UncheckedValidationListener;
+    ::testing::UnitTest::GetInstance()->listeners().Append(listener); // gtest owns it
+    int status = RUN_ALL_TESTS();
+    if (listener->failed()) {
+        status = 1;
+    }
+    kp::logger::setSink({});
+    return status;
+}

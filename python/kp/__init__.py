@@ -1,7 +1,7 @@
 """Kompute: general purpose GPU compute over Vulkan, for any vendor's GPU.
 
-The four concepts: a :class:`Manager` owns the device, :class:`Tensor` objects
-own data, an :class:`Algorithm` wraps a compute shader, and a
+The four concepts: a :class:`Manager` owns the device, :class:`Tensor` (and
+:class:`Image`) objects own data, an :class:`Algorithm` wraps a compute shader, and a
 :class:`Sequence` records operations (``OpSyncDevice``, ``OpAlgoDispatch``,
 ``OpSyncLocal``, ...) and submits them as one batch::
 
@@ -41,6 +41,8 @@ from ._kp import (  # noqa: F401  (re-exported API)
     DataTypes,
     DestroyedError,
     Error,
+    Image,
+    ImageTiling,
     Manager,
     Memory,
     MemoryTypes,
@@ -203,9 +205,6 @@ import atexit as _atexit  # noqa: E402
 
 _atexit.register(_at_exit)
 
-# Images (kp.Image, Manager.image, Manager.image_t) will be re-exported here
-# once the C++ library has kp::Image.
-
 # Enum values at module level, as upstream exports them (kp.float,
 # kp.device, ...). Note that `from kp import *` therefore shadows the builtins
 # bool, int and float, as upstream's module does. Defined last, so that the
@@ -234,6 +233,8 @@ __all__ = [
     "DataTypes",
     "DestroyedError",
     "Error",
+    "Image",
+    "ImageTiling",
     "Manager",
     "Memory",
     "MemoryTypes",

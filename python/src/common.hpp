@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,9 +114,40 @@ std::shared_ptr<Tensor> tensorFromPython(Manager& manager,
                                          Memory::MemoryTypes memoryType,
                                          bool asFloat32);
 
+/** An image holding a copy of `data` (anything numpy.ascontiguousarray
+ * accepts): a flat array of width x height x channels elements, or an
+ * H x W or H x W x C array whose shape gives (and is checked against) the
+ * sizes. With asFloat32 the values are converted to float32
+ * (Manager.image); otherwise the array's dtype decides the data type
+ * (Manager.image_t). The GIL is released while the image is created. */
+std::shared_ptr<Image> imageFromPython(Manager& manager,
+                                       nb::handle data,
+                                       std::optional<uint32_t> width,
+                                       std::optional<uint32_t> height,
+                                       std::optional<uint32_t> numChannels,
+                                       Memory::MemoryTypes memoryType,
+                                       std::optional<vk::ImageTiling> tiling,
+                                       bool asFloat32);
+
+/** An image with undefined contents. */
+std::shared_ptr<Image> emptyImage(Manager& manager,
+                                  uint32_t width,
+                                  uint32_t height,
+                                  uint32_t numChannels,
+                                  Memory::DataTypes dataType,
+                                  Memory::MemoryTypes memoryType,
+                                  std::optional<vk::ImageTiling> tiling);
+
+/** The data type named by a kp.DataTypes value or anything numpy.dtype
+ * accepts; TypeError if Kompute has none. */
+Memory::DataTypes dataTypeFromPython(nb::handle dtype, const char* what);
+
 /** Zero-copy 1-D numpy array over the host view of `self` (a kp.Memory),
  * with `self` as its base. */
 NdArray memoryData(nb::handle self);
+
+/** The same with the shape (height, width, channels) of an image. */
+NdArray imageDataHwc(nb::handle self);
 
 /** Copies `values` (converted to the object's dtype) into its host view. */
 void memorySetData(nb::handle self, nb::handle values);

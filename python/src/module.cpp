@@ -11,6 +11,7 @@
 
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -318,7 +319,7 @@ NB_MODULE(_kp, m)
     nb::class_<Memory>(m,
                        "Memory",
                        nb::type_slots(py::memorySlots),
-                       "Base class of GPU memory objects (Tensor; Image to come). Supports the "
+                       "Base class of GPU memory objects (Tensor, Image). Supports the "
                        "buffer protocol: memoryview(t) and numpy.asarray(t) see the host view "
                        "without a copy.")
       .def(
@@ -370,9 +371,56 @@ NB_MODULE(_kp, m)
         keepGil,
         "Element type, size and memory type.");
 
-    // Images (kp.Image, Manager.image / image_t) will be bound here once
-    // kp::Image exists in the C++ library: a subclass of Memory like Tensor,
-    // so data(), the buffer protocol and the operations work on them as is.
+    nb::enum_<vk::ImageTiling>(m,
+                               "ImageTiling",
+                               "How an image's texels are laid out in device memory (ours).")
+      .value("optimal",
+             vk::ImageTiling::eOptimal,
+             "The driver's own layout (the default for device and storage images).")
+      .value("linear",
+             vk::ImageTiling::eLinear,
+             "Row after row, with the driver's row pitch (the default for host and "
+             "deviceAndHost images).");
+
+    nb::class_<kp::Image, Memory>(
+      m,
+      "Image",
+      "A two-dimensional storage image of width x height texels of 1, 2 or 4 channels, bound "
+      "to shaders as a storage image (layout(set = 0, binding = i, rgba32f) uniform image2D, "
+      "...). Its host view (data(), data_hwc(), the buffer protocol) is a tightly packed "
+      "staging copy, row after row, whatever the memory type: images always need OpSyncDevice "
+      "/ OpSyncLocal to move host data to and from the device (data given at creation is "
+      "uploaded already). Made by Manager.image() / Manager.image_t().")
+      .def(
+        "data_hwc",
+        [](nb::handle self) { return imageDataHwc(self); },
+        keepGil,
+        "The host view as a numpy array of shape (height, width, channels), without a copy "
+        "(ours): image[y, x, c] is channel c of the texel in row y, column x. Like data() (the "
+        "same memory, flat), it keeps the image alive (its .base is the image), does not talk "
+        "to the GPU, and raises kp.DestroyedError once the image or its Manager is destroyed.")
+      .def("width", &kp::Image::getWidth, keepGil, "Width in texels.")
+      .def("height", &kp::Image::getHeight, keepGil, "Height in texels.")
+      .def("num_channels", &kp::Image::getNumChannels, keepGil,
+           "Channels per texel: 1, 2 or 4.")
+      .def("tiling", &kp::Image::getTiling, keepGil,
+           "The image's tiling (kp.ImageTiling) (ours).")
+      .def(
+        "__repr__",
+        [](kp::Image& self) {
+            const char* dtype = numpyDtypeName(self.dataType());
+            std::string text = std::string("<kp.Image ") + (dtype != nullptr ? dtype : "custom") +
+                               "[" + std::to_string(self.getHeight()) + "x" +
+                               std::to_string(self.getWidth()) + "x" +
+                               std::to_string(self.getNumChannels()) + "] " +
+                               Memory::toString(self.memoryType());
+            if (!self.isInit()) {
+                text += " (destroyed)";
+            }
+            return text + ">";
+        },
+        keepGil,
+        "Element type, shape (height x width x channels) and memory type.");
 
     // --- Operations ------------------------------------------------------------
 
@@ -383,8 +431,8 @@ NB_MODULE(_kp, m)
     nb::class_<kp::OpSyncDevice, kp::OpBase>(
       m,
       "OpSyncDevice",
-      "Copies the host views of tensors into their device memory (device tensors; others "
-      "need no copy).")
+      "Copies the host views of tensors and images into their device memory (device tensors "
+      "and all images; other tensors need no copy).")
       .def(nb::init<const MemoryList&>(),
            "tensors"_a,
            keepGil,
@@ -400,8 +448,8 @@ NB_MODULE(_kp, m)
     nb::class_<kp::OpSyncLocal, kp::OpBase>(
       m,
       "OpSyncLocal",
-      "Copies the device memory of tensors back into their host views, ready to read once "
-      "the sequence has completed.")
+      "Copies the device memory of tensors and images back into their host views, ready to "
+      "read once the sequence has completed.")
       .def(nb::init<const MemoryList&>(),
            "tensors"_a,
            keepGil,
@@ -417,8 +465,9 @@ NB_MODULE(_kp, m)
     nb::class_<kp::OpCopy, kp::OpBase>(
       m,
       "OpCopy",
-      "Copies the device data of the first tensor into each of the others (same type and "
-      "size); their host views receive it too.")
+      "Copies the device data of the first tensor or image into each of the others (same "
+      "type and size; image to image, image to tensor and tensor to image too); their host "
+      "views receive it too.")
       .def(nb::init<const MemoryList&>(),
            "tensors"_a,
            keepGil,
@@ -638,6 +687,21 @@ NB_MODULE(_kp, m)
            "get_timestamps_ns().")
       .def("get_timestamps_ns", &kp::Sequence::getTimestampsNs, releaseGil,
            "The timestamps in nanoseconds (ours).")
+      .def("wait_for",
+           &kp::Sequence::waitFor,
+           "other"_a,
+           keepGil,
+           "Makes every later submission of this sequence wait, on the GPU, for the latest "
+           "submission of `other` (ours), so a chain a -> b -> c of eval_async() calls needs "
+           "no host wait in between: await only the last. The dependency stays until "
+           "clear_waits(). Where the device has timeline semaphores no host wait is involved, "
+           "even across queues; elsewhere the submission waits on the host for `other`. A "
+           "sequence never submitted is not waited for. Returns this sequence.")
+      .def("clear_waits", &kp::Sequence::clearWaits, keepGil,
+           "Drops the dependencies added by wait_for() (ours).")
+      .def("submission_count", &kp::Sequence::submissionCount, keepGil,
+           "Number of submissions so far (ours); the value this sequence's timeline semaphore "
+           "reaches when the latest one completes.")
       .def("destroy", &kp::Sequence::destroy, releaseGil,
            "Waits for work in flight and frees the command buffer. Idempotent; afterwards "
            "every use raises kp.DestroyedError.");
@@ -717,6 +781,108 @@ NB_MODULE(_kp, m)
         "bool, int8/16/32/64, uint8/16/32/64, float16/32/64 (int64 -> DataTypes.long, uint64 "
         "-> ulong, float16 -> half). Other dtypes raise TypeError.")
       .def(
+        "image",
+        [](kp::Manager& self,
+           uint32_t width,
+           uint32_t height,
+           uint32_t numChannels,
+           MemoryTypes memoryType,
+           std::optional<vk::ImageTiling> tiling) {
+            return emptyImage(self, width, height, numChannels, DataTypes::eFloat, memoryType,
+                              tiling);
+        },
+        "width"_a,
+        "height"_a,
+        "num_channels"_a,
+        "memory_type"_a = MemoryTypes::eDevice,
+        "tiling"_a = nb::none(),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "A float32 image of width x height texels of num_channels (1, 2 or 4) channels, with "
+        "undefined contents. tiling: kp.ImageTiling, or None for the default (linear for host "
+        "and deviceAndHost images, optimal otherwise).")
+      .def(
+        "image",
+        [](kp::Manager& self,
+           ArrayLike data,
+           uint32_t width,
+           uint32_t height,
+           uint32_t numChannels,
+           MemoryTypes memoryType,
+           std::optional<vk::ImageTiling> tiling) {
+            return imageFromPython(
+              self, data.object, width, height, numChannels, memoryType, tiling, true);
+        },
+        "data"_a,
+        "width"_a,
+        "height"_a,
+        "num_channels"_a,
+        "memory_type"_a = MemoryTypes::eDevice,
+        "tiling"_a = nb::none(),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "A float32 image holding a copy of `data` (converted to float32), uploaded to the "
+        "device: width x height texels of num_channels (1, 2 or 4) channels. `data` is flat "
+        "(width x height x num_channels values, row after row) or has shape (height, width, "
+        "num_channels) (or (height, width) for one channel), which must match the sizes: "
+        "otherwise ValueError. Channel counts or types the device cannot store as a storage "
+        "image (e.g. 3 channels) raise kp.Error. tiling: kp.ImageTiling, or None for the "
+        "default (linear for host and deviceAndHost images, optimal otherwise).")
+      .def(
+        "image_t",
+        [](kp::Manager& self,
+           uint32_t width,
+           uint32_t height,
+           uint32_t numChannels,
+           DTypeArg dtype,
+           MemoryTypes memoryType,
+           std::optional<vk::ImageTiling> tiling) {
+            return emptyImage(self,
+                              width,
+                              height,
+                              numChannels,
+                              dataTypeFromPython(dtype.object, "Manager.image_t()"),
+                              memoryType,
+                              tiling);
+        },
+        "width"_a,
+        "height"_a,
+        "num_channels"_a,
+        "dtype"_a,
+        "memory_type"_a = MemoryTypes::eDevice,
+        "tiling"_a = nb::none(),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "An image of element type `dtype` (a numpy dtype or kp.DataTypes) with undefined "
+        "contents; see the form with data.")
+      .def(
+        "image_t",
+        [](kp::Manager& self,
+           ArrayLike data,
+           std::optional<uint32_t> width,
+           std::optional<uint32_t> height,
+           std::optional<uint32_t> numChannels,
+           MemoryTypes memoryType,
+           std::optional<vk::ImageTiling> tiling) {
+            return imageFromPython(
+              self, data.object, width, height, numChannels, memoryType, tiling, false);
+        },
+        "data"_a,
+        "width"_a = nb::none(),
+        "height"_a = nb::none(),
+        "num_channels"_a = nb::none(),
+        "memory_type"_a = MemoryTypes::eDevice,
+        "tiling"_a = nb::none(),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "An image holding a copy of the array `data`, uploaded to the device, with the array's "
+        "dtype: float32, float16 (DataTypes.half), int32, uint32, int16, uint16, int8, uint8 "
+        "(what a storage image can hold; bool, float64 and 64-bit integers raise kp.Error). An "
+        "array of shape (height, width, channels) or (height, width) gives the sizes itself "
+        "(any given must match, else ValueError); a flat one needs width and height "
+        "(num_channels defaults to 1). Channel counts the device cannot store (e.g. 3) raise "
+        "kp.Error.")
+      .def(
         "algorithm",
         [](kp::Manager& self,
            const MemoryList& tensors,
@@ -787,6 +953,17 @@ NB_MODULE(_kp, m)
            "view is the device memory itself (ours).")
       .def("queue_count", &kp::Manager::queueCount, keepGil,
            "Number of queues (sequence(queue_index) takes queue_index below it) (ours).")
+      .def("queue_family_index", &kp::Manager::queueFamilyIndex, "queue_index"_a, keepGil,
+           "The queue family of queue `queue_index` (ours).")
+      .def_static("compute_queue_families",
+                  &kp::Manager::computeQueueFamilies,
+                  "count"_a,
+                  "device"_a = 0,
+                  releaseGil,
+                  "Family indices for `count` compute queues of physical device `device`, to "
+                  "pass as Manager(device, family_queue_indices) (ours): queues of compute-only "
+                  "families first (GPUs run them beside the general queue), then of the other "
+                  "compute families. Raises kp.Error if the device has fewer compute queues.")
       .def("load_pipeline_cache", &kp::Manager::loadPipelineCache, "path"_a, releaseGil,
            "Merges a pipeline cache file saved by save_pipeline_cache (ours). Returns False, "
            "with a warning, if it is missing or from another device or driver.")

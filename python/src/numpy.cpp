@@ -175,6 +175,127 @@ tensorFromPython(Manager& manager,
                           memoryType);
 }
 
+namespace {
+
+std::string
+shapeString(const std::vector<size_t>& shape)
+{
+    std::string text = "(";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+    }
+    return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+uint32_t
+checkedSize(size_t value, const char* what, const char* name)
+{
+    if (value > UINT32_MAX) {
+        throw nb::value_error(
+          (std::string(what) + ": " + name + " " + std::to_string(value) + " is too large")
+            .c_str());
+    }
+    return static_cast<uint32_t>(value);
+}
+
+} // namespace
+
+std::shared_ptr<Image>
+imageFromPython(Manager& manager,
+                nb::handle data,
+                std::optional<uint32_t> width,
+                std::optional<uint32_t> height,
+                std::optional<uint32_t> numChannels,
+                Memory::MemoryTypes memoryType,
+                std::optional<vk::ImageTiling> tiling,
+                bool asFloat32)
+{
+    const char* what = asFloat32 ? "Manager.image()" : "Manager.image_t()";
+    nb::object array = asFloat32 ? contiguousArray(data, numpy().attr("float32"))
+                                 : contiguousArray(data);
+    DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
+    std::vector<size_t> shape = nb::cast<std::vector<size_t>>(array.attr("shape"));
+    uint32_t w = 0;
+    uint32_t h = 0;
+    uint32_t c = 0;
+    if (shape.size() == 2 || shape.size() == 3) {
+        // (height, width) or (height, width, channels), as image code has it.
+        h = checkedSize(shape[0], what, "height");
+        w = checkedSize(shape[1], what, "width");
+        c = shape.size() == 3 ? checkedSize(shape[2], what, "num_channels") : 1;
+        if ((width && *width != w) || (height && *height != h) ||
+            (numChannels && *numChannels != c)) {
+            auto given = [](const std::optional<uint32_t>& v) {
+                return v ? std::to_string(*v) : std::string("-");
+            };
+            throw nb::value_error(
+              (std::string(what) + ": the array's shape " + shapeString(shape) +
+               " (height, width[, channels]) does not match width=" + given(width) +
+               ", height=" + given(height) + ", num_channels=" + given(numChannels))
+                .c_str());
+        }
+    } else if (shape.size() == 1) {
+        if (!width || !height) {
+            throw nb::value_error((std::string(what) +
+                                   ": a flat array needs width and height (and num_channels, "
+                                   "default 1); or pass a (height, width[, channels]) array")
+                                    .c_str());
+        }
+        w = *width;
+        h = *height;
+        c = numChannels.value_or(1);
+        uint64_t expected = uint64_t(w) * h * c;
+        if (shape[0] != expected) {
+            throw nb::value_error((std::string(what) + ": " + std::to_string(shape[0]) +
+                                   " elements given, but width x height x num_channels = " +
+                                   std::to_string(w) + " x " + std::to_string(h) + " x " +
+                                   std::to_string(c) + " = " + std::to_string(expected))
+                                    .c_str());
+        }
+    } else {
+        throw nb::value_error((std::string(what) + ": expected a flat array or one of shape "
+                                                   "(height, width[, channels]), got shape " +
+                               shapeString(shape))
+                                .c_str());
+    }
+    BufferView view(array, PyBUF_C_CONTIGUOUS, what);
+    size_t count = view.size() / Memory::dataTypeMemorySize(dataType);
+    // The view keeps the array alive while the GIL is released. The raw
+    // factory takes an element count, not bytes.
+    ReleaseGil release;
+    void* pointer = const_cast<void*>(view.data());
+    if (tiling) {
+        return manager.image(pointer, count, w, h, c, dataType, *tiling, memoryType);
+    }
+    return manager.image(pointer, count, w, h, c, dataType, memoryType);
+}
+
+std::shared_ptr<Image>
+emptyImage(Manager& manager,
+           uint32_t width,
+           uint32_t height,
+           uint32_t numChannels,
+           Memory::DataTypes dataType,
+           Memory::MemoryTypes memoryType,
+           std::optional<vk::ImageTiling> tiling)
+{
+    ReleaseGil release;
+    if (tiling) {
+        return manager.image(width, height, numChannels, dataType, *tiling, memoryType);
+    }
+    return manager.image(width, height, numChannels, dataType, memoryType);
+}
+
+Memory::DataTypes
+dataTypeFromPython(nb::handle dtype, const char* what)
+{
+    DataTypes dataType;
+    if (nb::try_cast(dtype, dataType, false)) {
+        return dataType;
+    }
+    return dataTypeOf(numpy().attr("dtype")(dtype), what);
+}
+
 int
 memoryGetBuffer(PyObject* self, Py_buffer* view, int flags)
 {
@@ -229,18 +350,37 @@ memoryReleaseBuffer(PyObject*, Py_buffer* view)
     view->internal = nullptr;
 }
 
+namespace {
+
 NdArray
-memoryData(nb::handle self)
+memoryArray(nb::handle self, Memory& memory, nb::tuple shape)
 {
-    Memory& memory = memoryOf(self);
-    memory.checkInit("Tensor.data()");
     const char* name = numpyDtypeName(memory.dataType());
     nb::module_ np = numpy();
     // ndarray(buffer=self) keeps `self` as the array's base: the array keeps
     // the tensor alive, as upstream's does.
-    return { np.attr("ndarray")(nb::make_tuple(memory.size()),
+    return { np.attr("ndarray")(shape,
                                 nb::arg("dtype") = name != nullptr ? name : "uint8",
                                 nb::arg("buffer") = self) };
+}
+
+} // namespace
+
+NdArray
+memoryData(nb::handle self)
+{
+    Memory& memory = memoryOf(self);
+    memory.checkInit(memory.type() == Memory::Type::eImage ? "Image.data()" : "Tensor.data()");
+    return memoryArray(self, memory, nb::make_tuple(memory.size()));
+}
+
+NdArray
+imageDataHwc(nb::handle self)
+{
+    auto& image = nb::cast<Image&>(self);
+    image.checkInit("Image.data_hwc()");
+    return memoryArray(
+      self, image, nb::make_tuple(image.getHeight(), image.getWidth(), image.getNumChannels()));
 }
 
 void

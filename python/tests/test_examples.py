@@ -43,3 +43,13 @@ def test_matmul(examples_dir):
 def test_matmul_odd_sizes(examples_dir):
     output = run_example(examples_dir, "matmul.py", "17", "33", "5")
     assert "Result matches numpy" in output
+
+
+def test_image_filter(examples_dir, tmp_path):
+    output = run_example(examples_dir, "image_filter.py", str(tmp_path))
+    assert "Result matches numpy" in output
+    assert "Device:" in output
+    for name in ("image_filter_input.ppm", "image_filter_output.ppm"):
+        data = (tmp_path / name).read_bytes()
+        assert data.startswith(b"P6\n64 64\n255\n")
+        assert len(data) == len(b"P6\n64 64\n255\n") + 64 * 64 * 3

@@ -424,7 +424,7 @@ TEST_F(AlgorithmTest, TensorDestroyedAfterRecordThrowsAtEval)
     EXPECT_FALSE(sequence->isRunning());
     // The sequence is still usable for other work.
     auto c = mgr().tensor({ 5.0f });
-    sequence->eval<kp::OpSyncLocal>({ c });
+    sequence->eval<kp::OpSyncDevice>({ c })->eval<kp::OpSyncLocal>({ c });
     EXPECT_EQ(c->vector(), (std::vector<float>{ 5.0f }));
 }
 
@@ -434,24 +434,28 @@ TEST_F(AlgorithmTest, AlgorithmDestroyedAfterRecordThrowsAtEval)
     auto b = mgr().tensor({ 0.0f, 0.0f });
     auto algorithm = mgr().algorithm({ a, b }, scaleSpirv(2.0f));
     auto sequence = mgr().sequence();
-    sequence->record<kp::OpAlgoDispatch>(algorithm)->record<kp::OpSyncLocal>({ b })->eval();
+    sequence->record<kp::OpSyncDevice>({ a })
+      ->record<kp::OpAlgoDispatch>(algorithm)
+      ->record<kp::OpSyncLocal>({ b })
+      ->eval();
     EXPECT_EQ(b->vector(), (std::vector<float>{ 2.0f, 4.0f }));
     algorithm->destroy();
     EXPECT_TRUE(throwsWith<kp::DestroyedError>([&] { sequence->eval(); }, { "OpAlgoDispatch" }));
     EXPECT_FALSE(sequence->isRunning());
 }
 
-// Disabled until Sequence keeps its operations when re-recording them fails:
-// today the failed eval above leaves the sequence with a partial batch (the
-// operations after the one that threw are dropped), and the next eval
-// submits it silently, so the rebuilt algorithm never runs.
-TEST_F(AlgorithmTest, DISABLED_RecordedSequenceRunsAgainAfterAFailedEvalAndARebuild)
+// A failed re-recording keeps every operation, so that once the cause is
+// fixed the next evaluation records and runs the whole batch.
+TEST_F(AlgorithmTest, RecordedSequenceRunsAgainAfterAFailedEvalAndARebuild)
 {
     auto a = mgr().tensor({ 1.0f, 2.0f });
     auto b = mgr().tensor({ 0.0f, 0.0f });
     auto algorithm = mgr().algorithm({ a, b }, scaleSpirv(2.0f));
     auto sequence = mgr().sequence();
-    sequence->record<kp::OpAlgoDispatch>(algorithm)->record<kp::OpSyncLocal>({ b })->eval();
+    sequence->record<kp::OpSyncDevice>({ a })
+      ->record<kp::OpAlgoDispatch>(algorithm)
+      ->record<kp::OpSyncLocal>({ b })
+      ->eval();
     algorithm->destroy();
     EXPECT_THROW(sequence->eval(), kp::DestroyedError);
     algorithm->rebuild({ a, b }, scaleSpirv(3.0f));

@@ -164,7 +164,10 @@ TEST(Byov, ExplicitQueueFamiliesAreUsed)
         auto mgr = wrap(app, &families);
         auto values = mgr->tensor({ 5.0f });
         auto algorithm = mgr->algorithm({ values }, compile(kDouble), { 1, 1, 1 });
-        mgr->sequence(0)->eval<kp::OpAlgoDispatch>(algorithm)->eval<kp::OpSyncLocal>({ values });
+        mgr->sequence(0)
+          ->eval<kp::OpSyncDevice>({ values })
+          ->eval<kp::OpAlgoDispatch>(algorithm)
+          ->eval<kp::OpSyncLocal>({ values });
         EXPECT_EQ(values->vector(), (std::vector<float>{ 10.0f }));
         EXPECT_THROW(mgr->sequence(1), kp::Error);
     }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds Kompute (Release) and runs the demo programs, which print the device
+# they ran on and their results.
+#   BUILD_DIR   build folder (default: build)
+set -euo pipefail
+
+# The demo programs: examples/<name>/, binary <build>/examples/<name>/kompute_<name>.
+DEMOS=(
+    array_multiplication
+    logistic_regression
+)
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=$(nproc)
+
+scripts/install-deps.sh
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \
+    -DKOMPUTE_OPT_BUILD_EXAMPLES=ON "${launcher[@]}"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+for demo in "${DEMOS[@]}"; do
+    echo
+    echo "=== demo: $demo"
+    "$BUILD_DIR/examples/$demo/kompute_$demo"
+done
+echo
+echo "demo: ${#DEMOS[@]} program(s) ran successfully"

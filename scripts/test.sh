@@ -9,6 +9,8 @@
 #   4. a shared-library build, installed and used through find_package
 #   5. the Python module kp, installed with pip in a fresh venv, and its
 #      pytest suites
+#   6. the concurrency tests under ThreadSanitizer, and a quick run of
+#      kompute-bench
 # Build folders: ${BUILD_PREFIX}-test, -asan, -shared (BUILD_PREFIX=build).
 # TEST_TIMEOUT: seconds one test binary may run (600).
 set -euo pipefail

@@ -304,16 +304,28 @@ TEST_F(AsyncTest, OneSequenceFromTwoThreadsAtOnceThrowsInsteadOfCorrupting)
     sequence->eval();
     std::atomic<bool> started{ false };
     std::atomic<bool> otherThreadRejected{ false };
+    std::atomic<bool> userDone{ false };
     std::thread user([&] {
         started = true;
-        sequence->eval(); // keeps the sequence busy for a while
+        // Keeps the sequence busy for a while. The main thread may hold the
+        // sequence for a moment when this starts: then this call is the one
+        // refused, and it tries again.
+        for (;;) {
+            try {
+                sequence->eval();
+                break;
+            } catch (const kp::Error&) {
+                std::this_thread::yield();
+            }
+        }
+        userDone = true;
     });
     while (!started) {
         std::this_thread::yield();
     }
     // Try while the first thread is (very likely) inside eval(); either the
     // call is rejected, or it came after eval() returned and succeeded.
-    for (int attempt = 0; attempt < 200 && !otherThreadRejected; ++attempt) {
+    for (int attempt = 0; attempt < 200 && !otherThreadRejected && !userDone; ++attempt) {
         try {
             sequence->isRunning();
             sequence->evalAwait(0);

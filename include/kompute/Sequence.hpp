@@ -196,9 +196,11 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     std::vector<vk::Semaphore> mWaitSemaphores;
     std::vector<uint64_t> mWaitValues;
     std::vector<vk::PipelineStageFlags> mWaitStages;
-    bool mRecording = false;
+    // Atomic so that isRunning() and isRecording() may be asked from any
+    // thread (the sequence itself belongs to one thread at a time).
+    std::atomic<bool> mRecording{ false };
     bool mHasBatch = false;
-    bool mRunning = false;
+    std::atomic<bool> mRunning{ false };
     bool mTimestampsReady = false;
     bool mStale = false; // the operations must be recorded again
 

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "internal/Buffers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -58,43 +59,12 @@ isHostVisibleType(Memory::MemoryTypes memoryType)
            memoryType == Memory::MemoryTypes::eDeviceAndHost;
 }
 
-struct CreatedBuffer
-{
-    vk::Buffer buffer;
-    internal::Allocation allocation;
-};
-
 // A tightly packed host-visible buffer (the host view, or a one-time upload
 // buffer). Cached memory is preferred because the host reads it back.
-CreatedBuffer
+internal::CreatedBuffer
 createHostBuffer(internal::Device& device, vk::DeviceSize size, const char* what)
 {
-    vk::Device vkDevice = device.device();
-    vk::BufferCreateInfo info({}, size, kStagingUsage, vk::SharingMode::eExclusive);
-    const auto& families = device.queueFamilies();
-    if (families.size() > 1) {
-        info.sharingMode = vk::SharingMode::eConcurrent;
-        info.queueFamilyIndexCount = static_cast<uint32_t>(families.size());
-        info.pQueueFamilyIndices = families.data();
-    }
-    CreatedBuffer created;
-    check(vkDevice.createBuffer(&info, nullptr, &created.buffer),
-          format("Creating the {} ({} bytes)", what, size));
-    try {
-        vk::MemoryRequirements requirements = vkDevice.getBufferMemoryRequirements(created.buffer);
-        created.allocation = device.allocator().allocate(
-          requirements, kHostCoherent, Flags::eHostCached, internal::ResourceKind::eLinear, what);
-        VkResult bound = vkBindBufferMemory(
-          vkDevice, created.buffer, created.allocation.memory, created.allocation.offset);
-        if (bound != VK_SUCCESS) {
-            device.allocator().free(created.allocation);
-            check(bound, format("Binding memory to the {}", what));
-        }
-    } catch (...) {
-        vkDevice.destroyBuffer(created.buffer);
-        throw;
-    }
-    return created;
+    return internal::createBuffer(device, size, kStagingUsage, kHostCoherent, Flags::eHostCached, what);
 }
 
 void
@@ -401,7 +371,7 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
         check(device.createImageView(&viewInfo, nullptr, &mImageView), "Creating an image view");
 
         if (mMemoryType != MemoryTypes::eStorage) {
-            CreatedBuffer staging = createHostBuffer(*mDevice, memorySize(), "image staging buffer");
+            internal::CreatedBuffer staging = createHostBuffer(*mDevice, memorySize(), "image staging buffer");
             mStagingBuffer = std::make_shared<vk::Buffer>(staging.buffer);
             mStagingAllocation = std::make_unique<internal::Allocation>(staging.allocation);
             mHostView = mStagingAllocation->mapped;
@@ -410,11 +380,11 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
 
         // The one layout change of the image's life (see Image.hpp), with
         // the initial data uploaded in the same submission.
-        std::optional<CreatedBuffer> upload;
+        std::optional<internal::CreatedBuffer> upload;
         struct Release
         {
             internal::Device& device;
-            std::optional<CreatedBuffer>& upload;
+            std::optional<internal::CreatedBuffer>& upload;
             ~Release()
             {
                 if (upload) {

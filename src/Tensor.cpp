@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "internal/Buffers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "kompute/Image.hpp"
@@ -11,6 +12,8 @@
 namespace kp {
 
 using internal::check;
+using internal::createBuffer;
+using internal::CreatedBuffer;
 using logger::format;
 
 namespace {
@@ -45,50 +48,6 @@ planPrimary(Memory::MemoryTypes memoryType, bool stagingForDeviceMemory)
             return { Flags::eDeviceLocal | kHostCoherent, {}, false };
     }
     return {};
-}
-
-struct CreatedBuffer
-{
-    vk::Buffer buffer;
-    internal::Allocation allocation;
-};
-
-// Staging memory is read back by the host, so cached memory is preferred;
-// coherent memory is required so that no flush or invalidate is needed.
-CreatedBuffer
-createBuffer(internal::Device& device,
-             vk::DeviceSize size,
-             vk::BufferUsageFlags usage,
-             vk::MemoryPropertyFlags required,
-             vk::MemoryPropertyFlags preferred,
-             const char* what)
-{
-    vk::Device vkDevice = device.device();
-    vk::BufferCreateInfo info({}, size, usage, vk::SharingMode::eExclusive);
-    const auto& families = device.queueFamilies();
-    if (families.size() > 1) {
-        info.sharingMode = vk::SharingMode::eConcurrent;
-        info.queueFamilyIndexCount = static_cast<uint32_t>(families.size());
-        info.pQueueFamilyIndices = families.data();
-    }
-    CreatedBuffer created;
-    check(vkDevice.createBuffer(&info, nullptr, &created.buffer),
-          format("Creating the {} ({} bytes)", what, size));
-    try {
-        vk::MemoryRequirements requirements = vkDevice.getBufferMemoryRequirements(created.buffer);
-        created.allocation = device.allocator().allocate(
-          requirements, required, preferred, internal::ResourceKind::eLinear, what);
-        VkResult bound = vkBindBufferMemory(
-          vkDevice, created.buffer, created.allocation.memory, created.allocation.offset);
-        if (bound != VK_SUCCESS) {
-            device.allocator().free(created.allocation);
-            check(bound, format("Binding memory to the {}", what));
-        }
-    } catch (...) {
-        vkDevice.destroyBuffer(created.buffer);
-        throw;
-    }
-    return created;
 }
 
 const vk::BufferUsageFlags kPrimaryUsage = vk::BufferUsageFlagBits::eStorageBuffer |

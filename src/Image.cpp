@@ -6,6 +6,7 @@
 #include "internal/Buffers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/HostCopy.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -396,7 +397,7 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
         vk::Buffer source = mStagingBuffer ? *mStagingBuffer : vk::Buffer();
         if (data != nullptr && !source) {
             upload = createHostBuffer(*mDevice, memorySize(), "image upload buffer");
-            std::memcpy(upload->allocation.mapped, data, memorySize());
+            internal::copyHostBytes(upload->allocation.mapped, data, memorySize());
             source = upload->buffer;
         }
         vk::BufferImageCopy region = wholeImageRegion();

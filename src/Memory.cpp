@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "internal/Device.hpp"
+#include "internal/HostCopy.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -125,7 +126,7 @@ void
 Memory::initialiseHostView(const void* data)
 {
     if (data != nullptr && mHostView != nullptr) {
-        std::memcpy(mHostView, data, memorySize());
+        internal::copyHostBytes(mHostView, data, memorySize());
     }
 }
 
@@ -168,7 +169,7 @@ Memory::setData(const void* data, size_t bytes)
     if (data == nullptr) {
         throw Error("setData() was given a null pointer");
     }
-    std::memcpy(view, data, bytes);
+    internal::copyHostBytes(view, data, bytes);
 }
 
 void

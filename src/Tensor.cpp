@@ -6,6 +6,7 @@
 #include "internal/Buffers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/HostCopy.hpp"
 #include "kompute/Image.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -159,7 +160,7 @@ Tensor::create(const void* data)
                     device.allocator().free(upload.allocation);
                 }
             } release{ *mDevice, upload };
-            std::memcpy(upload.allocation.mapped, data, bytes);
+            internal::copyHostBytes(upload.allocation.mapped, data, bytes);
             vk::Buffer target = *mPrimaryBuffer;
             mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
                 vk::BufferCopy region(0, 0, bytes);

@@ -6,6 +6,7 @@
 #include "TestSupport.hpp"
 
 #include <cmath>
+#include <thread>
 
 using namespace kp_test;
 
@@ -149,6 +150,35 @@ TEST_P(HostViewTensorTest, SetDataThenSyncDeviceUpdatesTheDevice)
         syncToDevice(tensor);
         EXPECT_TRUE(sameElements(deviceBytes(mgr(), tensor), bytes));
     });
+}
+
+// Copies of 16 MiB and more into a host view are split over several
+// threads (internal/HostCopy): an odd size and an unaligned source check
+// that the pieces cover every byte, and two threads copying at once that
+// the one-parallel-copy-at-a-time rule loses nothing.
+TEST_P(HostViewTensorTest, LargeCopiesIntoTheHostViewReachTheDeviceWhole)
+{
+    const size_t bytes = (20u << 20) + 13;
+    std::vector<uint8_t> storage(bytes + 1);
+    for (size_t i = 0; i < storage.size(); ++i) {
+        storage[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    }
+    std::vector<uint8_t> expected(storage.begin() + 1, storage.end());
+
+    auto created = mgr().tensorT<uint8_t>(expected, memoryType());
+    syncToDevice(created);
+    EXPECT_TRUE(deviceBytes(mgr(), created) == expected);
+
+    auto first = mgr().tensorT<uint8_t>(bytes, memoryType());
+    auto second = mgr().tensorT<uint8_t>(bytes, memoryType());
+    std::vector<uint8_t> reversed(expected.rbegin(), expected.rend());
+    std::thread other([&] { second->setData(reversed.data(), bytes); });
+    first->setData(storage.data() + 1, bytes); // unaligned source
+    other.join();
+    syncToDevice(first);
+    syncToDevice(second);
+    EXPECT_TRUE(deviceBytes(mgr(), first) == expected);
+    EXPECT_TRUE(deviceBytes(mgr(), second) == reversed);
 }
 
 TEST_P(HostViewTensorTest, WritesThroughTheDataPointerAreSynced)

@@ -24,7 +24,11 @@ struct Measurement
     std::string variant;   // "kompute", "raw_vulkan", "cuda", ...
     std::string metric;    // e.g. "us_per_eval", "GB/s"
     bool higherIsBetter = false;
-    std::vector<double> samples;
+    // A variant that runs Kompute underneath (the Python module) rather than
+    // a baseline in its place: the table also reports what it adds to
+    // Kompute's figure.
+    bool overKompute = false;
+    std::vector<double> samples; // none if skipped: notes["skipped"] says why
     std::map<std::string, std::string> notes;
 
     double median() const;
@@ -36,6 +40,7 @@ struct Options
     bool quick = false;    // sanity sizes and few repetitions (CI on lavapipe)
     int repetitions = 7;   // samples per measurement
     std::string filter;    // substring of case names to run
+    uint32_t device = 0;   // physical device index (for subprocesses: case i)
 };
 
 // A deque, so that references returned by Context::add stay valid.

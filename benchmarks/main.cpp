@@ -5,6 +5,9 @@
 //
 //   kompute-bench [--quick] [--repetitions N] [--filter TEXT]
 //                 [--device N] [--json FILE] [--plot FILE.png]
+//
+// Case (i) also runs a Python interpreter: KOMPUTE_BENCH_PYTHON and
+// KOMPUTE_BENCH_PYTHON_SCRIPT choose it and its script (cases/Python.cpp).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -49,6 +52,7 @@ writeJson(const std::string& path,
         out << "    {\"case\": \"" << jsonEscape(m.caseName) << "\", \"variant\": \""
             << jsonEscape(m.variant) << "\", \"metric\": \"" << jsonEscape(m.metric)
             << "\", \"higher_is_better\": " << (m.higherIsBetter ? "true" : "false")
+            << ", \"over_kompute\": " << (m.overKompute ? "true" : "false")
             << ", \"median\": " << std::setprecision(9) << m.median() << ", \"samples\": [";
         for (size_t s = 0; s < m.samples.size(); ++s) {
             out << (s ? ", " : "") << m.samples[s];
@@ -68,36 +72,57 @@ writeJson(const std::string& path,
 }
 
 // Prints one row per case and metric: each variant's median, and each
-// variant's ratio to the Kompute figure.
+// variant's ratio to the Kompute figure. Variants that run over Kompute
+// (Python) get a line below the table with what they add to it, which is
+// the figure of interest there.
 void
 printTable(const bench::Measurements& measurements)
 {
-    std::cout << std::left << std::setw(30) << "case" << std::setw(22) << "metric" << std::setw(16)
+    std::cout << std::left << std::setw(30) << "case" << std::setw(18) << "metric" << std::setw(34)
               << "variant" << std::right << std::setw(14) << "median" << std::setw(12)
               << "vs kompute" << std::setw(6) << "n" << "\n";
     std::map<std::pair<std::string, std::string>, double> komputeMedian;
     for (const auto& m : measurements) {
-        if (m.variant == "kompute") {
+        if (m.variant == "kompute" && !m.samples.empty()) {
             komputeMedian[{ m.caseName, m.metric }] = m.median();
         }
     }
+    std::ostringstream overKompute;
     for (const auto& m : measurements) {
         auto key = std::make_pair(m.caseName, m.metric);
+        std::ostringstream median;
         std::ostringstream ratio;
         auto it = komputeMedian.find(key);
+        if (m.samples.empty()) {
+            median << "-";
+            ratio << (m.notes.count("skipped") ? "skipped" : "");
+        } else {
+            median << std::setprecision(4) << m.median();
+        }
         if (m.variant != "kompute" && it != komputeMedian.end() && m.median() > 0) {
             // Reported as "how many times the baseline Kompute's figure is":
             // for times, Kompute/baseline; for rates, baseline/Kompute.
             double r = m.higherIsBetter ? m.median() / it->second : it->second / m.median();
             ratio << std::fixed << std::setprecision(2) << r << "x";
+            if (m.overKompute) {
+                // The other way round: what the variant costs over Kompute.
+                overKompute << "  " << m.caseName << " " << m.metric << ": " << m.variant << " "
+                            << std::fixed << std::setprecision(2) << 1.0 / r << "x kompute ("
+                            << std::showpos << m.median() - it->second
+                            << std::noshowpos << " " << m.metric << ")\n";
+            }
         }
-        std::cout << std::left << std::setw(30) << m.caseName << std::setw(22) << m.metric
-                  << std::setw(16) << m.variant << std::right << std::setw(14) << std::setprecision(4)
-                  << m.median() << std::setw(12) << ratio.str() << std::setw(6) << m.samples.size()
-                  << "\n";
+        std::cout << std::left << std::setw(30) << m.caseName << std::setw(18) << m.metric
+                  << std::setw(34) << m.variant << std::right << std::setw(14) << median.str()
+                  << std::setw(12) << ratio.str() << std::setw(6) << m.samples.size() << "\n";
     }
     std::cout << "(vs kompute: Kompute's time over the baseline's, or the baseline's rate over "
                  "Kompute's; below 1 means Kompute is faster)\n";
+    if (!overKompute.str().empty()) {
+        std::cout << "over kompute (a variant running on top of Kompute: its time over Kompute's, "
+                     "and the difference):\n"
+                  << overKompute.str();
+    }
 }
 
 int
@@ -116,7 +141,6 @@ main(int argc, char** argv)
     bench::Options options;
     std::string jsonPath;
     std::string plotPath;
-    uint32_t device = 0;
     bool list = false;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
@@ -135,7 +159,7 @@ main(int argc, char** argv)
             } else if (arg == "--filter") {
                 options.filter = next();
             } else if (arg == "--device") {
-                device = static_cast<uint32_t>(std::stoul(next()));
+                options.device = static_cast<uint32_t>(std::stoul(next()));
             } else if (arg == "--json") {
                 jsonPath = next();
             } else if (arg == "--plot") {
@@ -157,7 +181,7 @@ main(int argc, char** argv)
         return 0;
     }
 
-    kp::Manager manager(device);
+    kp::Manager manager(options.device);
     std::string deviceName = manager.getDeviceProperties().deviceName.data();
     std::cout << "kompute-bench on " << deviceName << (options.quick ? " (quick mode)" : "") << "\n";
     bench::Context context(options, manager);

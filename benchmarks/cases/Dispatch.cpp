@@ -2,42 +2,17 @@
 // Cases (a), (b), (c): the cost of evaluating and of recording dispatches.
 #include "../Harness.hpp"
 #include "../RawVulkan.hpp"
+#include "Fixtures.hpp"
 
 #include <stdexcept>
 
 namespace bench {
-namespace {
-
-// One invocation that increments one counter: the dispatch itself costs
-// next to nothing, so what is measured is the framework and the driver.
-const char* kIncrement = R"(
-#version 450
-layout(local_size_x = 1) in;
-layout(set = 0, binding = 0) buffer Counter { uint counter[]; };
-void main() { counter[0] += 1u; }
-)";
-
-struct Fixture
-{
-    std::shared_ptr<kp::TensorT<uint32_t>> counter;
-    std::shared_ptr<kp::Algorithm> algorithm;
-    std::vector<uint32_t> spirv;
-
-    explicit Fixture(kp::Manager& mgr)
-      : counter(mgr.tensorT<uint32_t>(std::vector<uint32_t>{ 0 }, kp::Memory::MemoryTypes::eDeviceAndHost))
-      , spirv(compile(kIncrement))
-    {
-        algorithm = mgr.algorithm({ counter }, spirv, { 1, 1, 1 });
-    }
-};
-
-} // namespace
 
 BENCH_CASE("a_eval_roundtrip", "eval() of a recorded sequence with one trivial dispatch")
 {
     kp::Manager& mgr = context.manager();
-    int iterations = context.quick() ? 20 : 2000;
-    int warmup = context.quick() ? 1 : 2;
+    int iterations = evalIterations(context.quick());
+    int warmup = evalWarmup(context.quick());
 
     Fixture fixture(mgr);
     auto sequence = mgr.sequence();
@@ -79,7 +54,7 @@ BENCH_CASE("a_eval_roundtrip", "eval() of a recorded sequence with one trivial d
 BENCH_CASE("b_one_liner", "mgr.sequence()->record<OpAlgoDispatch>(algo)->eval() each time")
 {
     kp::Manager& mgr = context.manager();
-    int iterations = context.quick() ? 10 : 1000;
+    int iterations = oneLinerIterations(context.quick());
     Fixture fixture(mgr);
 
     RawVulkan raw(mgr);

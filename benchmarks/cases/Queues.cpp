@@ -2,6 +2,7 @@
 // Case (h): parallelism through several queues, and GPU-side dependencies
 // between sequences against host round trips.
 #include "../Harness.hpp"
+#include "Fixtures.hpp"
 
 #include <iostream>
 #include <stdexcept>
@@ -26,13 +27,6 @@ void main()
     }
     values[index] = x;
 }
-)";
-
-const char* kIncrement = R"(
-#version 450
-layout(local_size_x = 1) in;
-layout(set = 0, binding = 0) buffer Counter { uint counter[]; };
-void main() { counter[0] += 1u; }
 )";
 
 } // namespace

@@ -17,4 +17,18 @@ find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'komput
     -exec cp {} .gpu-bundle/ \;
 strip .gpu-bundle/* 2>/dev/null || true
 cp benchmarks/cuda/bandwidth.cu tools/plot_bench.py .gpu-bundle/
+
+# The Python module for that machine's Python 3.12 (Debian 12 has 3.11):
+# built as a wheel by a local 3.12 interpreter (PYTHON312, default the
+# pyenv one), unpacked into .gpu-bundle/site, with the case-(i) script.
+PYTHON312=${PYTHON312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
+if [ -x "$PYTHON312" ]; then
+    rm -rf build-python-gpu/wheel && mkdir -p build-python-gpu/wheel
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet . -w build-python-gpu/wheel
+    "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl .gpu-bundle/site
+    strip .gpu-bundle/site/kp/_kp*.so
+    cp -r benchmarks/python .gpu-bundle/bench-python
+else
+    echo "bundle.sh: no Python 3.12 at $PYTHON312 (set PYTHON312): the bundle has no kp module" >&2
+fi
 du -sh .gpu-bundle

@@ -18,6 +18,11 @@ for f in .gl-extra/*.deb; do dpkg -x "$f" /tmp/vvl; done
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
 export LD_LIBRARY_PATH=$PWD/.gpu-bundle:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 B=.gpu-bundle
+# The Python module (bundle.sh), for kompute-bench's case i.
+if [ -d $B/site/kp ]; then
+    export PYTHONPATH=$PWD/$B/site${PYTHONPATH:+:$PYTHONPATH}
+    export KOMPUTE_BENCH_PYTHON_SCRIPT=$PWD/$B/bench-python/eval_overhead.py
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 
 steps=("$@")
@@ -45,7 +50,8 @@ for step in "${steps[@]}"; do
         unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES
         ;;
     bench)
-        timeout 400 $B/kompute-bench --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+        # BENCH_ARGS: more options, e.g. "--filter g_".
+        timeout 400 $B/kompute-bench ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
         ;;
     cuda)
         (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth) 2>&1 | tee "$OUT/cuda.txt"

@@ -179,25 +179,32 @@ Memory::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Memory> sou
     if (!source) {
         throw Error("recordCopyFrom() was given a null source");
     }
-    source->checkInit("recordCopyFrom() source");
-    if (source->dataType() != dataType()) {
+    checkCopyableFrom(*source);
+    recordCopyFromSameSize(cmd, *source);
+}
+
+void
+Memory::checkCopyableFrom(const Memory& source) const
+{
+    checkInit("recordCopyFrom()");
+    source.checkInit("recordCopyFrom() source");
+    if (source.dataType() != dataType()) {
         throw Error(format("Cannot copy a {} of {} into a {} of {}: the data types differ",
-                           source->kindName(),
-                           toString(source->dataType()),
+                           source.kindName(),
+                           toString(source.dataType()),
                            kindName(),
                            toString(dataType())));
     }
-    if (source->size() != size() || source->memorySize() != memorySize()) {
+    if (source.size() != size() || source.memorySize() != memorySize()) {
         throw Error(format("Cannot copy a {} of {} elements ({} bytes) into a {} of {} elements "
                            "({} bytes): the sizes differ",
-                           source->kindName(),
-                           source->size(),
-                           source->memorySize(),
+                           source.kindName(),
+                           source.size(),
+                           source.memorySize(),
                            kindName(),
                            size(),
                            memorySize()));
     }
-    recordCopyFromSameSize(cmd, *source);
 }
 
 } // namespace kp

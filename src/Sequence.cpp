@@ -4,6 +4,7 @@
 #include "internal/Barriers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/ShaderCopy.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -186,7 +187,12 @@ Sequence::recordOp(const std::shared_ptr<OpBase>& op)
     if (!mRecording) {
         beginBatch();
     }
-    op->record(mCommandBuffer);
+    {
+        // Operations may bind compute pipelines of their own here: this
+        // command buffer belongs to a compute-capable queue.
+        internal::SequenceRecordingScope scope;
+        op->record(mCommandBuffer);
+    }
     mOps.push_back(op);
     if (mTimestampPool) {
         mCommandBuffer.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands,

@@ -281,6 +281,67 @@ TEST_P(OperationsTest, OpCopyChainsThroughStorageAndBackWithoutUserBarriers)
     }
 }
 
+// Large copies between device tensors are compute dispatches on NVIDIA
+// (internal/ShaderCopy.hpp); KOMPUTE_ENV_SHADER_COPY=1 turns that on here.
+// The copy must land whole, a tail of under 16 bytes included, in every
+// memory type, and the staging copies and barriers around it must hold
+// (synchronization validation watches). Results are read without OpCopy:
+// through host views, and for eStorage through a plain vkCmdCopyBuffer.
+TEST_P(OperationsTest, OpCopyByShaderCopiesLargeTensorsWhole)
+{
+    ScopedEnv shaderCopies("KOMPUTE_ENV_SHADER_COPY", "1");
+    auto manager = makeManager(GetParam());
+    kp::logger::Level previousLevel = kp::logger::getLogLevel();
+    kp::logger::setLogLevel(kp::logger::Level::Debug);
+    for (uint32_t count : { 1u << 20, (1u << 20) + 13 }) {
+        SCOPED_TRACE(count);
+        std::vector<uint8_t> values(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            values[i] = static_cast<uint8_t>((i * 2654435761u) >> 11);
+        }
+        auto source = manager->tensorT<uint8_t>(values, MemoryTypes::eDevice);
+        auto device = manager->tensorT<uint8_t>(count, MemoryTypes::eDevice);
+        auto storage = manager->tensorT<uint8_t>(count, MemoryTypes::eStorage);
+        auto shared = manager->tensorT<uint8_t>(count, MemoryTypes::eDeviceAndHost);
+        auto host = manager->tensorT<uint8_t>(count, MemoryTypes::eHost);
+        auto readBack = manager->tensorT<uint8_t>(count, MemoryTypes::eDeviceAndHost);
+        LogCapture log;
+        manager->sequence()
+          ->record<kp::OpSyncDevice>({ source })
+          ->record<kp::OpCopy>({ source, device, storage, shared, host })
+          ->record(std::make_shared<RawDeviceCopy>(storage, readBack))
+          ->eval();
+        EXPECT_TRUE(device->vector() == values);
+        EXPECT_TRUE(shared->vector() == values);
+        EXPECT_TRUE(host->vector() == values);
+        EXPECT_TRUE(readBack->vector() == values);
+        // Destinations 1 to 3 by shader; the eHost one by the copy command.
+        for (int index = 1; index <= 4; ++index) {
+            EXPECT_EQ(log.contains(kp::logger::Level::Debug,
+                                   "into destination " + std::to_string(index) + " by the copy shader"),
+                      index != 4)
+              << "destination " << index;
+        }
+    }
+    kp::logger::setLogLevel(previousLevel);
+}
+
+TEST_P(OperationsTest, OpCopyUsesTheCopyCommandWhenShaderCopiesAreOff)
+{
+    ScopedEnv shaderCopies("KOMPUTE_ENV_SHADER_COPY", "0");
+    auto manager = makeManager(GetParam());
+    kp::logger::Level previousLevel = kp::logger::getLogLevel();
+    kp::logger::setLogLevel(kp::logger::Level::Debug);
+    std::vector<float> values = sampleValues<float>(1u << 18, 22);
+    auto source = manager->tensorT<float>(values, MemoryTypes::eDeviceAndHost);
+    auto target = manager->tensorT<float>(values.size(), MemoryTypes::eDeviceAndHost);
+    LogCapture log;
+    manager->sequence()->eval<kp::OpCopy>({ source, target });
+    EXPECT_TRUE(sameElements(target->vector(), values));
+    EXPECT_FALSE(log.contains(kp::logger::Level::Debug, "by the copy shader"));
+    kp::logger::setLogLevel(previousLevel);
+}
+
 TEST_P(OperationsTest, OpCopyOverwritesATargetWrittenEarlierInTheBatch)
 {
     auto first = mgr().tensorT<int16_t>(sampleValues<int16_t>(kCount, 20));

@@ -194,8 +194,10 @@ class Memory
     void checkInit(const char* action) const;
 
   protected:
-    // Algorithms bind memory objects and must check they share a device.
+    // Algorithms bind memory objects and must check they share a device;
+    // OpCopy copies tensors with a shader where that is faster.
     friend class Algorithm;
+    friend class OpCopy;
 
     Memory(std::shared_ptr<internal::Device> device,
            DataTypes dataType,
@@ -205,6 +207,9 @@ class Memory
            uint32_t x,
            uint32_t y);
 
+    /** Throws unless `source` can be copied into this object: both alive,
+     * the same data type and size. */
+    void checkCopyableFrom(const Memory& source) const;
     /** Subclasses copy `data` (if any) once their memory exists. */
     void initialiseHostView(const void* data);
     void* hostViewOrThrow(const char* action);

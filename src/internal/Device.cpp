@@ -65,6 +65,19 @@ Device::Device(const Handles& handles,
     mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
     mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
                               !hasUnifiedMemory(mProperties, *mAllocator);
+    mShaderCopies = shaderCopiesPreferred(mProperties);
+}
+
+const ShaderCopyPipeline&
+Device::shaderCopyPipeline()
+{
+    checkAlive("Creating the copy shader");
+    vk::PipelineCache cache = pipelineCache();
+    std::lock_guard<std::mutex> lock(mShaderCopyMutex);
+    if (!mShaderCopyPipeline) {
+        mShaderCopyPipeline = std::make_unique<ShaderCopyPipeline>(mHandles.device, cache);
+    }
+    return *mShaderCopyPipeline;
 }
 
 Device::~Device()
@@ -279,6 +292,13 @@ Device::destroy()
         }
         if (mOneTimePool) {
             device.destroyCommandPool(mOneTimePool);
+        }
+        {
+            std::lock_guard<std::mutex> lock(mShaderCopyMutex);
+            if (mShaderCopyPipeline) {
+                mShaderCopyPipeline->destroy(device);
+                mShaderCopyPipeline.reset();
+            }
         }
         mAllocator->releaseAll();
         mDescriptorPools->releaseAll();

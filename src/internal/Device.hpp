@@ -19,6 +19,7 @@
 #include "internal/Allocator.hpp"
 #include "internal/DescriptorPools.hpp"
 #include "internal/Registry.hpp"
+#include "internal/ShaderCopy.hpp"
 
 namespace kp {
 namespace internal {
@@ -118,6 +119,12 @@ class Device
      * unified-memory devices, where device-local memory is host-visible. */
     bool stagingForDeviceMemory() const { return mStagingForDeviceMemory; }
 
+    /** Whether OpCopy copies large device-local tensors by shader (see
+     * internal/ShaderCopy.hpp). */
+    bool shaderCopies() const { return mShaderCopies; }
+    /** The copy shader's pipeline, created on first use. */
+    const ShaderCopyPipeline& shaderCopyPipeline();
+
     bool isAlive() const { return mAlive.load(std::memory_order_acquire); }
     /** Throws kp::DestroyedError saying `what` needs a live device. */
     void checkAlive(const char* what) const;
@@ -159,6 +166,9 @@ class Device
     vk::PipelineCache mPipelineCache;
     Registry mRegistry;
     bool mStagingForDeviceMemory = true;
+    bool mShaderCopies = false;
+    std::mutex mShaderCopyMutex;
+    std::unique_ptr<ShaderCopyPipeline> mShaderCopyPipeline;
     std::atomic<bool> mAlive{ true };
     std::atomic<int64_t> mPendingSubmissions{ 0 };
 

@@ -1,10 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/operations/OpCopy.hpp"
 
+#include <mutex>
+
 #include "internal/Barriers.hpp"
+#include "internal/Device.hpp"
 #include "internal/OpChecks.hpp"
+#include "internal/ShaderCopy.hpp"
+#include "kompute/Tensor.hpp"
+#include "kompute/logger/Logger.hpp"
 
 namespace kp {
+
+namespace internal {
+
+/** One descriptor set per destination copied by shader (binding 0 the
+ * source, 1 that destination), written once: an operation's objects never
+ * change. */
+struct ShaderCopySets
+{
+    std::mutex mutex;
+    std::shared_ptr<Device> device;
+    std::vector<DescriptorSetAllocation> sets; // by destination index, empty until used
+};
+
+} // namespace internal
 
 OpCopy::OpCopy(const std::vector<std::shared_ptr<Memory>>& memObjects)
   : mMemObjects(memObjects)
@@ -19,21 +39,124 @@ OpCopy::OpCopy(const std::vector<std::shared_ptr<Memory>>& memObjects)
         }
     }
     mMemObjects = internal::withoutRepeats(mMemObjects);
+    mShaderCopies = std::make_unique<internal::ShaderCopySets>();
 }
 
-OpCopy::~OpCopy() = default;
+OpCopy::~OpCopy()
+{
+    if (!mShaderCopies->device || !mShaderCopies->device->isAlive()) {
+        return; // a dead device's pools went with it
+    }
+    // A submitted command buffer may still use the sets.
+    mShaderCopies->device->waitForPendingWork();
+    for (auto& set : mShaderCopies->sets) {
+        if (set.set) {
+            mShaderCopies->device->descriptorPools().free(set);
+        }
+    }
+}
+
+bool
+OpCopy::copiesByShader(size_t index) const
+{
+    const auto& source = mMemObjects[0];
+    const auto& target = mMemObjects[index];
+    const auto& device = source->mDevice;
+    if (!internal::SequenceRecordingScope::active() || !device || !device->shaderCopies() ||
+        target->mDevice != device || source->type() != Memory::Type::eTensor ||
+        target->type() != Memory::Type::eTensor ||
+        source->memoryType() == Memory::MemoryTypes::eHost ||
+        target->memoryType() == Memory::MemoryTypes::eHost) {
+        return false;
+    }
+    vk::DeviceSize bytes = target->memorySize();
+    vk::DeviceSize vectorBytes = bytes / internal::kShaderCopyVectorBytes * internal::kShaderCopyVectorBytes;
+    return bytes >= internal::kShaderCopyMinimumBytes &&
+           vectorBytes <= device->properties().limits.maxStorageBufferRange;
+}
+
+void
+OpCopy::recordShaderCopy(const vk::CommandBuffer& commandBuffer, size_t index)
+{
+    auto& source = static_cast<Tensor&>(*mMemObjects[0]);
+    auto& target = static_cast<Tensor&>(*mMemObjects[index]);
+    target.checkCopyableFrom(source);
+    const std::shared_ptr<internal::Device>& device = source.mDevice;
+    const internal::ShaderCopyPipeline& pipeline = device->shaderCopyPipeline();
+    vk::DeviceSize bytes = target.memorySize();
+    vk::DeviceSize vectorBytes = bytes / internal::kShaderCopyVectorBytes * internal::kShaderCopyVectorBytes;
+
+    vk::DescriptorSet set;
+    {
+        std::lock_guard<std::mutex> lock(mShaderCopies->mutex);
+        mShaderCopies->device = device;
+        mShaderCopies->sets.resize(mMemObjects.size());
+        internal::DescriptorSetAllocation& allocation = mShaderCopies->sets[index];
+        if (!allocation.set) {
+            allocation = device->descriptorPools().allocate(pipeline.setLayout, 2, 0);
+            // The sets cover the vectors only: the tail that the copy
+            // command writes must not overlap what the shader writes.
+            vk::DescriptorBufferInfo buffers[2] = {
+                vk::DescriptorBufferInfo(*source.getPrimaryBuffer(), 0, vectorBytes),
+                vk::DescriptorBufferInfo(*target.getPrimaryBuffer(), 0, vectorBytes)
+            };
+            vk::WriteDescriptorSet writes[2] = {
+                vk::WriteDescriptorSet(allocation.set, 0, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[0]),
+                vk::WriteDescriptorSet(allocation.set, 1, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[1])
+            };
+            device->device().updateDescriptorSets(2, writes, 0, nullptr);
+        }
+        set = allocation.set;
+    }
+    KP_LOG_DEBUG("OpCopy: {} bytes into destination {} by the copy shader", bytes, index);
+    internal::recordShaderCopy(commandBuffer, pipeline, set, vectorBytes);
+    if (vectorBytes < bytes) {
+        vk::BufferCopy tail(vectorBytes, vectorBytes, bytes - vectorBytes);
+        commandBuffer.copyBuffer(*source.getPrimaryBuffer(), *target.getPrimaryBuffer(), 1, &tail);
+    }
+}
 
 void
 OpCopy::record(const vk::CommandBuffer& commandBuffer)
 {
     internal::checkMemObjects(mMemObjects, 2, "OpCopy");
-    internal::recordBarrierBefore(commandBuffer,
-                                  vk::PipelineStageFlagBits::eTransfer,
-                                  vk::AccessFlagBits::eTransferRead |
-                                    vk::AccessFlagBits::eTransferWrite);
+    bool anyByShader = false;
+    for (size_t i = 1; i < mMemObjects.size(); ++i) {
+        anyByShader = anyByShader || copiesByShader(i);
+    }
+    vk::PipelineStageFlags stages = vk::PipelineStageFlagBits::eTransfer;
+    vk::AccessFlags access = vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite;
+    if (anyByShader) {
+        stages |= vk::PipelineStageFlagBits::eComputeShader;
+        access |= vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite;
+    }
+    internal::recordBarrierBefore(commandBuffer, stages, access);
     const auto& source = mMemObjects[0];
     for (size_t i = 1; i < mMemObjects.size(); ++i) {
-        mMemObjects[i]->recordCopyFrom(commandBuffer, source);
+        if (copiesByShader(i)) {
+            recordShaderCopy(commandBuffer, i);
+        } else {
+            mMemObjects[i]->recordCopyFrom(commandBuffer, source);
+        }
+    }
+    if (anyByShader) {
+        // Operations written for upstream order themselves after OpCopy
+        // with transfer-stage barriers: hand the shader's writes over to
+        // the transfer stage (and to later shaders), so that OpCopy looks
+        // like a transfer to them whichever way it copied.
+        vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite,
+                                  vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite |
+                                    vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eTransfer |
+                                        vk::PipelineStageFlagBits::eComputeShader,
+                                      {},
+                                      1,
+                                      &barrier,
+                                      0,
+                                      nullptr,
+                                      0,
+                                      nullptr);
     }
     // Upstream copied the source's host view into the destinations' host
     // views after the run, which showed stale data whenever the source's

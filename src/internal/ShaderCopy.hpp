@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpCopy's tensor-to-tensor copies by compute shader.
+//
+// On NVIDIA GPUs vkCmdCopyBuffer runs on a copy engine: on the H200 it moves
+// 850 GB/s (read + write) between device-local buffers, on any queue family,
+// where a plain copy shader moves 4289 GB/s, as fast as CUDA's own
+// device-to-device copy (kompute-bench case g, 2026-11-30). So there, large
+// copies between device-local tensors are dispatched as a shader. Elsewhere
+// the copy command is used: other drivers already copy with shaders or DMA
+// engines that keep up, and a dispatch costs a bound pipeline.
+#pragma once
+
+#include <vulkan/vulkan.hpp>
+
+namespace kp {
+namespace internal {
+
+/** Copies of fewer bytes use the copy command: there the dispatch's fixed
+ * cost outweighs the bandwidth. */
+constexpr vk::DeviceSize kShaderCopyMinimumBytes = vk::DeviceSize(1) << 20;
+
+/** Each invocation copies one 16-byte vector; a tail of fewer than 16
+ * bytes goes to the copy command. */
+constexpr vk::DeviceSize kShaderCopyVectorBytes = 16;
+
+/** Whether a device copies tensors by shader: KOMPUTE_ENV_SHADER_COPY=1 or
+ * =0 decides; otherwise NVIDIA devices do. */
+bool shaderCopiesPreferred(const vk::PhysicalDeviceProperties& properties);
+
+/** The pipeline of the copy shader, one per device, made on first use. */
+struct ShaderCopyPipeline
+{
+    vk::DescriptorSetLayout setLayout;
+    vk::PipelineLayout layout;
+    vk::Pipeline pipeline;
+
+    ShaderCopyPipeline(vk::Device device, vk::PipelineCache cache);
+    void destroy(vk::Device device);
+};
+
+/** Records the copy of the first `bytes` (a multiple of 16) of the buffers
+ * bound to `set` (binding 0 the source, 1 the target). */
+void recordShaderCopy(const vk::CommandBuffer& cmd,
+                      const ShaderCopyPipeline& pipeline,
+                      vk::DescriptorSet set,
+                      vk::DeviceSize bytes);
+
+/**
+ * Marks, for the calling thread, that operations are being recorded into a
+ * kp::Sequence's command buffer, which belongs to a compute-capable queue.
+ * Operations recorded elsewhere (a command buffer of the program's own, on a
+ * queue of unknown capabilities) use no compute pipeline of their own.
+ */
+class SequenceRecordingScope
+{
+  public:
+    SequenceRecordingScope();
+    ~SequenceRecordingScope();
+    SequenceRecordingScope(const SequenceRecordingScope&) = delete;
+    SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
+
+    static bool active();
+
+  private:
+    bool mWasActive;
+};
+
+} // namespace internal
+} // namespace kp

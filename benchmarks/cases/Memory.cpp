@@ -5,6 +5,7 @@
 #include "../RawVulkan.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -223,12 +224,13 @@ BENCH_CASE("g_copy_shader_bandwidth", "a copy shader over 1 GiB (bytes read + wr
     // Times each of kBack back-to-back operations with GPU timestamps (and,
     // for the first variant, the whole evaluation with the host clock as a
     // cross-check).
-    auto measure = [&](const std::string& variant,
-                       const std::shared_ptr<kp::OpBase>& op,
-                       double movedGB,
-                       const std::string& what,
-                       bool hostClockToo = false) {
-        auto sequence = mgr.sequence(0, kBack);
+    auto measureOn = [&](kp::Manager& on,
+                         const std::string& variant,
+                         const std::shared_ptr<kp::OpBase>& op,
+                         double movedGB,
+                         const std::string& what,
+                         bool hostClockToo = false) {
+        auto sequence = on.sequence(0, kBack);
         for (uint32_t i = 0; i < kBack; ++i) {
             sequence->record(op);
         }
@@ -250,6 +252,13 @@ BENCH_CASE("g_copy_shader_bandwidth", "a copy shader over 1 GiB (bytes read + wr
                 m.samples.push_back(movedGB / ((ns[i] - ns[i - 1]) * 1e-9));
             }
         }
+    };
+    auto measure = [&](const std::string& variant,
+                       const std::shared_ptr<kp::OpBase>& op,
+                       double movedGB,
+                       const std::string& what,
+                       bool hostClockToo = false) {
+        measureOn(mgr, variant, op, movedGB, what, hostClockToo);
     };
 
     uint32_t vec4s = static_cast<uint32_t>(bytes / 16);
@@ -309,8 +318,26 @@ void main()
                 once + " read (the condition never holds for the data written above)");
     }
     // OpCopy: a copy shader on devices where it beats the copy command
-    // (NVIDIA), vkCmdCopyBuffer elsewhere; and the copy command itself.
+    // (NVIDIA), vkCmdCopyBuffer elsewhere; and the copy command itself, on
+    // a Manager made with shader copies turned off.
     measure("kompute_opcopy", std::make_shared<kp::OpCopy>(pair), moved, both);
+    if (!context.quick()) {
+        const char* name = "KOMPUTE_ENV_SHADER_COPY";
+        const char* previous = std::getenv(name);
+        std::string saved = previous != nullptr ? previous : "";
+        setenv(name, "0", 1);
+        kp::Manager plain(0);
+        previous != nullptr ? setenv(name, saved.c_str(), 1) : unsetenv(name);
+        // With data, like the source of the other variants.
+        auto a = plain.tensorT<uint32_t>(std::vector<uint32_t>(size_t(vec4s) * 4, 0x12345678u),
+                                         kp::Memory::MemoryTypes::eStorage);
+        auto b = plain.tensorT<uint32_t>(vec4s * 4, kp::Memory::MemoryTypes::eStorage);
+        measureOn(plain,
+                  "kompute_opcopy_copy_command",
+                  std::make_shared<kp::OpCopy>(std::vector<std::shared_ptr<kp::Memory>>{ a, b }),
+                  moved,
+                  both + ", by vkCmdCopyBuffer (KOMPUTE_ENV_SHADER_COPY=0)");
+    }
 }
 
 } // namespace bench

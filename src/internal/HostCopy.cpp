@@ -15,7 +15,9 @@ namespace {
 
 constexpr size_t kParallelFrom = 16u << 20; // below this, threads cost more than they give
 constexpr size_t kBytesPerThread = 4u << 20;
-constexpr size_t kMaxThreads = 8;           // host memory bandwidth saturates around here
+// On the H200 machine's 16-core host, a 1 GiB copy into pinned memory ran
+// at 10.2 GB/s on 1 thread, 32.7 on 4, 31.7 on 8 and 38.5 on 16.
+constexpr size_t kMaxThreads = 16;
 constexpr size_t kChunkAlignment = 4096;    // threads never share a page or cache line
 
 std::atomic<bool> parallelCopyRunning{ false };

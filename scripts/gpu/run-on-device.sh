@@ -51,7 +51,12 @@ for step in "${steps[@]}"; do
         ;;
     bench)
         # BENCH_ARGS: more options, e.g. "--filter g_".
+        # The GPU's clocks and power every 100 ms while the suite runs.
+        nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw \
+            --format=csv -lms 100 > "$OUT/clocks.csv" 2>&1 &
+        clocks=$!
         timeout 400 $B/kompute-bench ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+        kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
         ;;
     cuda)
         (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth) 2>&1 | tee "$OUT/cuda.txt"

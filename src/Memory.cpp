@@ -156,10 +156,17 @@ Memory::rawData()
 void
 Memory::setData(const void* data, size_t bytes)
 {
-    void* view = hostViewOrThrow("setData()");
+    internal::copyHostBytes(hostViewForCopy(data, bytes, "setData()"), data, bytes);
+}
+
+void*
+Memory::hostViewForCopy(const void* data, size_t bytes, const char* action)
+{
+    void* view = hostViewOrThrow(action);
     if (bytes != memorySize()) {
-        throw Error(format("setData() was given {} bytes, but this {} holds {} bytes ({} "
+        throw Error(format("{} was given {} bytes, but this {} holds {} bytes ({} "
                            "elements of {} bytes)",
+                           action,
                            bytes,
                            kindName(),
                            memorySize(),
@@ -167,9 +174,9 @@ Memory::setData(const void* data, size_t bytes)
                            dataTypeMemorySize()));
     }
     if (data == nullptr) {
-        throw Error("setData() was given a null pointer");
+        throw Error(format("{} was given a null pointer", action));
     }
-    internal::copyHostBytes(view, data, bytes);
+    return view;
 }
 
 void

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/Tensor.hpp"
 
+#include <algorithm>
 #include <cstring>
 
+#include "internal/Barriers.hpp"
 #include "internal/Buffers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
@@ -213,6 +215,92 @@ Tensor::checkRange(uint32_t offset, uint32_t count, const char* action) const
                            static_cast<uint64_t>(offset) + count,
                            size()));
     }
+}
+
+namespace {
+
+// Big enough that a submission's fixed cost (tens of microseconds) is
+// noise, small enough that the first chunk's copy, which nothing overlaps,
+// is short.
+constexpr size_t kTransferChunkBytes = size_t(64) << 20;
+
+uint32_t
+chunkCount(size_t bytes)
+{
+    return static_cast<uint32_t>((bytes + kTransferChunkBytes - 1) / kTransferChunkBytes);
+}
+
+vk::BufferCopy
+chunkRegion(uint32_t chunk, size_t bytes)
+{
+    size_t offset = size_t(chunk) * kTransferChunkBytes;
+    return vk::BufferCopy(offset, offset, std::min(kTransferChunkBytes, bytes - offset));
+}
+
+} // namespace
+
+void
+Tensor::upload(const void* data, size_t bytes)
+{
+    auto* view = static_cast<unsigned char*>(hostViewForCopy(data, bytes, "upload()"));
+    if (!mStagingBuffer) {
+        internal::copyHostBytes(view, data, bytes);
+        return;
+    }
+    const auto* from = static_cast<const unsigned char*>(data);
+    vk::Buffer staging = *mStagingBuffer;
+    vk::Buffer primary = *mPrimaryBuffer;
+    mDevice->submitInSteps(
+      chunkCount(bytes),
+      [&](uint32_t chunk) {
+          vk::BufferCopy region = chunkRegion(chunk, bytes);
+          internal::copyHostBytes(view + region.srcOffset, from + region.srcOffset, region.size);
+      },
+      [&](uint32_t chunk, vk::CommandBuffer cmd) {
+          if (chunk == 0) {
+              // After earlier work on the queue that used the tensor; the
+              // chunks write disjoint ranges and need nothing between them.
+              internal::recordBarrierBefore(cmd,
+                                            vk::PipelineStageFlagBits::eTransfer,
+                                            vk::AccessFlagBits::eTransferWrite);
+          }
+          vk::BufferCopy region = chunkRegion(chunk, bytes);
+          cmd.copyBuffer(staging, primary, 1, &region);
+      },
+      [](uint32_t) {});
+}
+
+void
+Tensor::download(void* data, size_t bytes)
+{
+    auto* view = static_cast<const unsigned char*>(hostViewForCopy(data, bytes, "download()"));
+    auto* to = static_cast<unsigned char*>(data);
+    if (!mStagingBuffer) {
+        // The host view is the memory itself; a barrier makes the device's
+        // writes visible, as OpSyncLocal's does.
+        mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
+            internal::recordHostReadBarrier(cmd, vk::QueueFlagBits::eCompute);
+        });
+        internal::copyHostBytes(to, view, bytes);
+        return;
+    }
+    vk::Buffer staging = *mStagingBuffer;
+    vk::Buffer primary = *mPrimaryBuffer;
+    mDevice->submitInSteps(
+      chunkCount(bytes),
+      [](uint32_t) {},
+      [&](uint32_t chunk, vk::CommandBuffer cmd) {
+          internal::recordBarrierBefore(cmd,
+                                        vk::PipelineStageFlagBits::eTransfer,
+                                        vk::AccessFlagBits::eTransferRead);
+          vk::BufferCopy region = chunkRegion(chunk, bytes);
+          cmd.copyBuffer(primary, staging, 1, &region);
+          internal::recordHostReadBarrier(cmd, vk::QueueFlagBits::eCompute);
+      },
+      [&](uint32_t chunk) {
+          vk::BufferCopy region = chunkRegion(chunk, bytes);
+          internal::copyHostBytes(to + region.dstOffset, view + region.dstOffset, region.size);
+      });
 }
 
 void

@@ -181,6 +181,54 @@ TEST_P(HostViewTensorTest, LargeCopiesIntoTheHostViewReachTheDeviceWhole)
     EXPECT_TRUE(deviceBytes(mgr(), second) == reversed);
 }
 
+// upload() and download() (ours): setData + OpSyncDevice and OpSyncLocal
+// + a copy out, in 64 MiB chunks with the host copies overlapping the
+// transfers. An eDevice tensor of 64 MiB + 13 bytes takes two chunks, the
+// second a few bytes, when it has a staging buffer.
+TEST_P(HostViewTensorTest, UploadAndDownloadMoveWholeTensors)
+{
+    const size_t bytes = memoryType() == MemoryTypes::eDevice ? (64u << 20) + 13 : 4099;
+    std::vector<uint8_t> values(bytes);
+    std::vector<uint8_t> others(bytes);
+    for (size_t i = 0; i < bytes; ++i) {
+        values[i] = static_cast<uint8_t>((i * 2654435761u) >> 9);
+        others[i] = static_cast<uint8_t>(values[i] ^ 0xa5u);
+    }
+    auto tensor = mgr().tensorT<uint8_t>(bytes, memoryType());
+    tensor->upload(values);
+    EXPECT_TRUE(hostBytes(tensor) == values);
+    EXPECT_TRUE(deviceBytes(mgr(), tensor) == values);
+
+    // New device data, from elsewhere: download() must bring it back.
+    auto source = mgr().tensorT<uint8_t>(others, MemoryTypes::eStorage);
+    mgr().sequence()->eval<kp::OpCopy>({ source, tensor });
+    std::vector<uint8_t> back(bytes);
+    tensor->download(back.data(), back.size());
+    EXPECT_TRUE(back == others);
+    EXPECT_TRUE(hostBytes(tensor) == others);
+
+    // The typed forms.
+    auto floats = mgr().tensorT<float>(kCount, memoryType());
+    auto sample = sampleValues<float>(kCount, 9);
+    floats->upload(sample);
+    EXPECT_TRUE(sameElements(deviceValues<float>(mgr(), floats), sample));
+    EXPECT_TRUE(sameElements(floats->download(), sample));
+
+    EXPECT_THROW(tensor->upload(values.data(), bytes - 1), kp::Error);
+    EXPECT_THROW(tensor->download(back.data(), bytes + 1), kp::Error);
+    EXPECT_THROW(tensor->upload(nullptr, bytes), kp::Error);
+    EXPECT_TRUE(deviceBytes(mgr(), tensor) == others); // refused calls changed nothing
+
+    // eStorage tensors have no host view to go through; destroyed ones
+    // nothing at all.
+    auto storage = mgr().tensorT<float>(kCount, MemoryTypes::eStorage);
+    EXPECT_THROW(storage->upload(sample), kp::Error);
+    EXPECT_THROW(storage->download(), kp::Error);
+    floats->destroy();
+    EXPECT_THROW(floats->upload(sample), kp::DestroyedError);
+    EXPECT_THROW(floats->download(), kp::DestroyedError);
+}
+
 TEST_P(HostViewTensorTest, WritesThroughTheDataPointerAreSynced)
 {
     forEachElementType([&](auto tag) {

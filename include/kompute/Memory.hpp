@@ -213,6 +213,9 @@ class Memory
     /** Subclasses copy `data` (if any) once their memory exists. */
     void initialiseHostView(const void* data);
     void* hostViewOrThrow(const char* action);
+    /** The host view, after checking that `bytes` is this object's size
+     * and `data` is not null (setData, upload, download). */
+    void* hostViewForCopy(const void* data, size_t bytes, const char* action);
     /** Subclasses' copy from another object of the same kind. */
     virtual void recordCopyFromSameSize(const vk::CommandBuffer& cmd,
                                         Memory& source) = 0;

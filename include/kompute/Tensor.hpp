@@ -62,6 +62,21 @@ class Tensor : public Memory
                                     vk::PipelineStageFlags srcStageMask,
                                     vk::PipelineStageFlags dstStageMask) override;
 
+    /**
+     * setData() followed by an evaluated OpSyncDevice, in one call (ours):
+     * `bytes` (the tensor's size) from `data` reach the host view and the
+     * device memory, and the call returns once the device holds them. For
+     * a tensor with a staging buffer the copy into it and the transfer to
+     * the device run side by side, in chunks of 64 MiB, so that large
+     * uploads cost the slower of the two rather than their sum. Without a
+     * staging buffer it is setData(). Submits on the Manager's queue 0;
+     * work already submitted that uses the tensor must have completed.
+     */
+    void upload(const void* data, size_t bytes);
+    /** An evaluated OpSyncLocal followed by a copy of the host view into
+     * `data`, overlapped the same way (ours). */
+    void download(void* data, size_t bytes);
+
     /** Device copy of the whole of `source` (same type and size). */
     void recordCopyFrom(const vk::CommandBuffer& cmd,
                         std::shared_ptr<Tensor> source);
@@ -184,6 +199,31 @@ class TensorT : public Tensor
     T& operator[](size_t index) { return data()[index]; }
     void setData(const std::vector<T>& data) { Memory::setData(data); }
     using Memory::setData;
+    /** upload() of a vector of size() elements. */
+    void upload(const std::vector<T>& data)
+    {
+        if constexpr (std::is_same_v<T, bool>) { // one byte per element
+            std::vector<uint8_t> bytes(data.begin(), data.end());
+            Tensor::upload(bytes.data(), bytes.size());
+        } else {
+            Tensor::upload(data.data(), data.size() * sizeof(T));
+        }
+    }
+    using Tensor::upload;
+    /** download() into a new vector. */
+    std::vector<T> download()
+    {
+        if constexpr (std::is_same_v<T, bool>) {
+            std::vector<uint8_t> bytes(size());
+            Tensor::download(bytes.data(), bytes.size());
+            return std::vector<T>(bytes.begin(), bytes.end());
+        } else {
+            std::vector<T> values(size());
+            Tensor::download(values.data(), values.size() * sizeof(T));
+            return values;
+        }
+    }
+    using Tensor::download;
     DataTypes dataType() const { return Memory::dataType<T>(); }
 
   private:

@@ -152,6 +152,14 @@ NdArray imageDataHwc(nb::handle self);
 /** Copies `values` (converted to the object's dtype) into its host view. */
 void memorySetData(nb::handle self, nb::handle values);
 
+/** Tensor::upload of `values` (converted to the tensor's dtype), without
+ * the GIL. */
+void tensorUpload(nb::handle self, nb::handle values);
+
+/** Tensor::download into a new numpy array of the tensor's dtype, without
+ * the GIL. */
+nb::object tensorDownload(nb::handle self);
+
 /** Push or specialization constants from Python: a list or tuple of numbers
  * (float32, as upstream) or a numpy array of any supported scalar dtype, or
  * a structured array (a struct); None or empty means none. */

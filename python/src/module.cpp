@@ -369,7 +369,22 @@ NB_MODULE(_kp, m)
         "__repr__",
         [](kp::Tensor& self) { return memoryRepr(self, "Tensor"); },
         keepGil,
-        "Element type, size and memory type.");
+        "Element type, size and memory type.")
+      .def(
+        "upload",
+        [](nb::handle self, ArrayLike values) { tensorUpload(self, values.object); },
+        "values"_a,
+        keepGil,
+        "set_data(values) and an evaluated OpSyncDevice in one call (ours), returning once the "
+        "device holds the data. For large tensors the copy into the staging buffer and the "
+        "transfer run side by side (64 MiB chunks), so it is faster than the two steps. Runs "
+        "on the Manager's queue 0; work in flight that uses the tensor must be awaited first.")
+      .def(
+        "download",
+        [](nb::handle self) { return tensorDownload(self); },
+        keepGil,
+        "An evaluated OpSyncLocal and a copy of the host view into a new numpy array (ours), "
+        "overlapped like upload(). The array does not share memory with the tensor.");
 
     nb::enum_<vk::ImageTiling>(m,
                                "ImageTiling",

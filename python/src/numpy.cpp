@@ -80,6 +80,8 @@ class BufferView
     BufferView& operator=(const BufferView&) = delete;
 
     const void* data() const { return mView.buf; }
+    /** For views taken with PyBUF_WRITABLE. */
+    void* writableData() { return mView.buf; }
     size_t size() const { return static_cast<size_t>(mView.len); }
 
   private:
@@ -392,6 +394,36 @@ memorySetData(nb::handle self, nb::handle values)
     nb::object array = contiguousArray(values, nb::str(name != nullptr ? name : "uint8"));
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.set_data()");
     memory.setData(view.data(), view.size());
+}
+
+void
+tensorUpload(nb::handle self, nb::handle values)
+{
+    auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
+    tensor.checkInit("Tensor.upload()");
+    const char* name = numpyDtypeName(tensor.dataType());
+    nb::object array = contiguousArray(values, nb::str(name != nullptr ? name : "uint8"));
+    BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.upload()");
+    // The array stays referenced (and its buffer held) while the GIL is
+    // released for the copies and the transfer.
+    nb::gil_scoped_release release;
+    tensor.upload(view.data(), view.size());
+}
+
+nb::object
+tensorDownload(nb::handle self)
+{
+    auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
+    tensor.checkInit("Tensor.download()");
+    const char* name = numpyDtypeName(tensor.dataType());
+    size_t elements = name != nullptr ? tensor.size() : tensor.memorySize();
+    nb::object array = numpy().attr("empty")(elements, nb::str(name != nullptr ? name : "uint8"));
+    {
+        BufferView view(array, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "Tensor.download()");
+        nb::gil_scoped_release release;
+        tensor.download(view.writableData(), view.size());
+    }
+    return array;
 }
 
 ConstantBytes

@@ -212,6 +212,32 @@ def test_set_data(mgr):
         tensor.set_data([1, 2])
 
 
+def test_upload_and_download(mgr):
+    # upload(): set_data and OpSyncDevice in one call; download(): OpSyncLocal
+    # and a copy. The device data is checked through a shader.
+    spirv = compile_cached(TWICE_PLUS_ONE)
+    for memory_type in (kp.MemoryTypes.device, kp.MemoryTypes.host,
+                        kp.MemoryTypes.deviceAndHost):
+        tensor = mgr.tensor_t(np.zeros(5, dtype=np.float32), memory_type)
+        tensor.upload([1, 2, 3, 4, 5])
+        assert tensor.data().tolist() == [1, 2, 3, 4, 5]
+        algorithm = mgr.algorithm([tensor], spirv)
+        mgr.sequence().eval(kp.OpAlgoDispatch(algorithm))
+        back = tensor.download()
+        assert back.dtype == np.float32
+        assert back.tolist() == [3, 5, 7, 9, 11], memory_type
+        assert not np.shares_memory(back, tensor.data())
+    big = mgr.tensor_t(np.zeros(1 << 20, dtype=np.uint32))
+    values = np.arange(1 << 20, dtype=np.uint32)
+    big.upload(values)
+    assert np.array_equal(big.download(), values)
+    with pytest.raises(kp.Error, match="bytes"):
+        big.upload(values[:-1])
+    storage = mgr.tensor_t(np.zeros(3, dtype=np.float32), kp.MemoryTypes.storage)
+    with pytest.raises(kp.Error, match="host view"):
+        storage.upload([1, 2, 3])
+
+
 def test_memory_types(mgr):
     spirv = compile_cached(TWICE_PLUS_ONE)
     for memory_type in (kp.MemoryTypes.device, kp.MemoryTypes.host,

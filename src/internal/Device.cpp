@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "internal/Device.hpp"
 
+#include <array>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +127,16 @@ Device::waitForPendingWork()
 void
 Device::submitAndWait(const std::function<void(vk::CommandBuffer)>& record)
 {
+    submitInSteps(
+      1, [](uint32_t) {}, [&](uint32_t, vk::CommandBuffer cmd) { record(cmd); }, [](uint32_t) {});
+}
+
+void
+Device::submitInSteps(uint32_t steps,
+                      const std::function<void(uint32_t)>& before,
+                      const std::function<void(uint32_t, vk::CommandBuffer)>& record,
+                      const std::function<void(uint32_t)>& after)
+{
     checkAlive("Submitting a one-time command buffer");
     if (mQueues.empty()) {
         throw Error("Uploading initial data needs a queue: create the object through a "
@@ -138,35 +150,76 @@ Device::submitAndWait(const std::function<void(vk::CommandBuffer)>& record)
                                            target.familyIndex);
         check(device.createCommandPool(&poolInfo, nullptr, &mOneTimePool),
               "Creating the command pool for one-time uploads");
-        vk::FenceCreateInfo fenceInfo;
-        check(device.createFence(&fenceInfo, nullptr, &mOneTimeFence),
-              "Creating the fence for one-time uploads");
     }
-    vk::CommandBufferAllocateInfo allocateInfo(mOneTimePool, vk::CommandBufferLevel::ePrimary, 1);
-    vk::CommandBuffer cmd;
-    check(device.allocateCommandBuffers(&allocateInfo, &cmd),
-          "Allocating a one-time command buffer");
-    struct FreeOnExit
+    for (vk::Fence& fence : mOneTimeFences) {
+        if (!fence) {
+            vk::FenceCreateInfo fenceInfo;
+            check(device.createFence(&fenceInfo, nullptr, &fence),
+                  "Creating a fence for one-time uploads");
+        }
+    }
+    std::vector<vk::CommandBuffer> buffers(steps);
+    vk::CommandBufferAllocateInfo allocateInfo(mOneTimePool, vk::CommandBufferLevel::ePrimary, steps);
+    check(device.allocateCommandBuffers(&allocateInfo, buffers.data()),
+          "Allocating one-time command buffers");
+    // Which steps are on the device: a failure must wait for them before
+    // their command buffers are freed.
+    std::array<int64_t, kOneTimeSlots> inFlight;
+    inFlight.fill(-1);
+    struct Cleanup
     {
         vk::Device device;
         vk::CommandPool pool;
-        vk::CommandBuffer cmd;
-        ~FreeOnExit() { device.freeCommandBuffers(pool, 1, &cmd); }
-    } freeOnExit{ device, mOneTimePool, cmd };
+        std::vector<vk::CommandBuffer>& buffers;
+        Queue& queue;
+        std::array<int64_t, kOneTimeSlots>& inFlight;
+        ~Cleanup()
+        {
+            bool busy = false;
+            for (int64_t step : inFlight) {
+                busy = busy || step >= 0;
+            }
+            if (busy) {
+                std::lock_guard<std::mutex> queueLock(queue.mutex);
+                vkQueueWaitIdle(queue.handle);
+            }
+            device.freeCommandBuffers(pool, static_cast<uint32_t>(buffers.size()), buffers.data());
+        }
+    } cleanup{ device, mOneTimePool, buffers, target, inFlight };
 
-    vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit);
-    check(cmd.begin(&beginInfo), "Beginning a one-time command buffer");
-    record(cmd);
-    check(vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
-    check(device.resetFences(1, &mOneTimeFence), "Resetting the one-time fence");
-    vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &cmd);
-    {
-        std::lock_guard<std::mutex> queueLock(target.mutex);
-        check(target.handle.submit(1, &submitInfo, mOneTimeFence),
-              "Submitting a one-time command buffer");
+    // Waits for the step in `slot`, if any, and runs its host work.
+    auto complete = [&](size_t slot) {
+        if (inFlight[slot] < 0) {
+            return;
+        }
+        check(device.waitForFences(1, &mOneTimeFences[slot], VK_TRUE, UINT64_MAX),
+              "Waiting for a one-time command buffer");
+        auto step = static_cast<uint32_t>(inFlight[slot]);
+        inFlight[slot] = -1;
+        after(step);
+    };
+    for (uint32_t step = 0; step < steps; ++step) {
+        size_t slot = step % kOneTimeSlots;
+        complete(slot);
+        before(step);
+        vk::CommandBuffer cmd = buffers[step];
+        vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit);
+        check(cmd.begin(&beginInfo), "Beginning a one-time command buffer");
+        record(step, cmd);
+        check(vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
+        check(device.resetFences(1, &mOneTimeFences[slot]), "Resetting a one-time fence");
+        vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &cmd);
+        {
+            std::lock_guard<std::mutex> queueLock(target.mutex);
+            check(target.handle.submit(1, &submitInfo, mOneTimeFences[slot]),
+                  "Submitting a one-time command buffer");
+        }
+        inFlight[slot] = step;
     }
-    check(device.waitForFences(1, &mOneTimeFence, VK_TRUE, UINT64_MAX),
-          "Waiting for a one-time command buffer");
+    // In submission order: the oldest step first.
+    for (uint32_t i = 0; i < kOneTimeSlots; ++i) {
+        complete((steps + i) % kOneTimeSlots);
+    }
 }
 
 namespace {
@@ -287,8 +340,11 @@ Device::destroy()
             destroySequenceResources(device, resources);
         }
         mSequenceCache.clear();
-        if (mOneTimeFence) {
-            device.destroyFence(mOneTimeFence);
+        for (vk::Fence& fence : mOneTimeFences) {
+            if (fence) {
+                device.destroyFence(fence);
+                fence = vk::Fence();
+            }
         }
         if (mOneTimePool) {
             device.destroyCommandPool(mOneTimePool);

@@ -7,6 +7,7 @@
 // work with kp::DestroyedError instead of touching freed handles.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -139,6 +140,16 @@ class Device
     /** Records with `record` into a one-time command buffer, submits it on
      * queue 0 and waits. For rare work such as initial uploads. */
     void submitAndWait(const std::function<void(vk::CommandBuffer)>& record);
+    /** Work in `steps` submissions on queue 0, host and device overlapped:
+     * for each step, `before(step)` runs on the host, then the commands
+     * `record` records are submitted; `after(step)` runs on the host once
+     * that submission has completed. Two steps are on the device at most,
+     * so the host works on one step while the device runs the previous.
+     * Returns when every step has completed. */
+    void submitInSteps(uint32_t steps,
+                       const std::function<void(uint32_t)>& before,
+                       const std::function<void(uint32_t, vk::CommandBuffer)>& record,
+                       const std::function<void(uint32_t)>& after);
 
     /** The resources of a sequence on a queue of `family`: recycled from a
      * destroyed sequence when possible (creating a command pool, a fence
@@ -175,9 +186,10 @@ class Device
     std::mutex mSequenceCacheMutex;
     std::vector<SequenceResources> mSequenceCache;
 
+    static constexpr size_t kOneTimeSlots = 2;
     std::mutex mOneTimeMutex;
     vk::CommandPool mOneTimePool;
-    vk::Fence mOneTimeFence;
+    std::array<vk::Fence, kOneTimeSlots> mOneTimeFences;
 };
 
 /** Makes a Manager's context findable by its VkDevice (for objects built

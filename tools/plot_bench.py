@@ -25,31 +25,40 @@ def main():
         with open(path) as handle:
             runs.append((path, json.load(handle)))
 
-    figure, axes = plt.subplots(len(runs), 1, figsize=(14, 5 * len(runs)), squeeze=False)
+    figure, axes = plt.subplots(len(runs), 1, figsize=(16, 6 * len(runs)), squeeze=False)
     for (path, run), axis in zip(runs, axes[:, 0]):
         groups = {}
         for m in run["measurements"]:
-            groups.setdefault((m["case"], m["metric"]), []).append(m)
-        labels, bars = [], {}
+            if m.get("median"):
+                groups.setdefault((m["case"], m["metric"]), []).append(m)
+        # One colour per variant, the same in every group.
+        variants = sorted({m["variant"] for items in groups.values() for m in items})
+        palette = plt.get_cmap("tab20").colors + plt.get_cmap("tab20b").colors
+        colour = {v: palette[i % len(palette)] for i, v in enumerate(variants)}
+        labels, labelled = [], set()
         for (case, metric), items in groups.items():
             kompute = next((m["median"] for m in items if m["variant"] == "kompute"), None)
             if not kompute:
                 continue
+            x = len(labels)
             labels.append(f"{case}\n{metric}")
-            for m in items:
-                ratio = m["median"] / kompute
-                bars.setdefault(m["variant"], {})[len(labels) - 1] = ratio
-        width = 0.8 / max(1, len(bars))
-        for index, (variant, values) in enumerate(sorted(bars.items())):
-            xs = [x + index * width for x in values]
-            axis.bar(xs, list(values.values()), width, label=variant)
-        axis.set_xticks([x + 0.4 - width / 2 for x in range(len(labels))])
+            # The variants of this group side by side, centred on x.
+            items = sorted(items, key=lambda m: m["variant"])
+            width = 0.8 / len(items)
+            for j, m in enumerate(items):
+                variant = m["variant"]
+                axis.bar(x - 0.4 + (j + 0.5) * width, m["median"] / kompute, width,
+                         color=colour[variant],
+                         label=None if variant in labelled else variant)
+                labelled.add(variant)
+        axis.set_xticks(range(len(labels)))
         axis.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
         axis.axhline(1.0, color="black", linewidth=0.8)
         axis.set_ylabel("median / Kompute's median")
         axis.set_yscale("log")
-        axis.set_title(f"{run.get('device', '?')} ({path})")
-        axis.legend(fontsize=7)
+        axis.set_title(f"{run.get('device', '?')} ({path}): each variant over Kompute's figure; "
+                       "times: lower is better, rates: higher is better", fontsize=9)
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(out, dpi=110)
     print(f"wrote {out}")

@@ -24,7 +24,7 @@ cp benchmarks/cuda/bandwidth.cu tools/plot_bench.py .gpu-bundle/
 PYTHON312=${PYTHON312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
 if [ -x "$PYTHON312" ]; then
     rm -rf build-python-gpu/wheel && mkdir -p build-python-gpu/wheel
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet . -w build-python-gpu/wheel
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet --no-deps . -w build-python-gpu/wheel
     "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl .gpu-bundle/site
     strip .gpu-bundle/site/kp/_kp*.so
     cp -r benchmarks/python .gpu-bundle/bench-python

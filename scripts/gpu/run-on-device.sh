@@ -2,7 +2,7 @@
 # Runs on the GPU machine, from the repository root, with .gl (Vulkan loader
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
 # bundle.sh) carried along. Writes logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [bench|tests|examples|cuda ...]
+#   scripts/gpu/run-on-device.sh [bench|tests|python-tests|examples|cuda ...]
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -48,6 +48,12 @@ for step in "${steps[@]}"; do
         done
         echo "test binaries: $pass passed, $fail failed" | tee "$OUT/tests.txt"
         unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES
+        ;;
+    python-tests)
+        # The pytest suites against the bundle's kp, validation layer on.
+        KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
+        VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
+            timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -15 | tee "$OUT/python-tests.txt"
         ;;
     bench)
         # BENCH_ARGS: more options, e.g. "--filter g_".

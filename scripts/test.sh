@@ -220,7 +220,8 @@ end_step
 # (pip install . in a fresh venv: PyPI is needed) and runs pytest; a pytest
 # run that collects no test exits 5 and fails this script.
 begin_step "Python tests (pip install ., pytest)"
-scripts/test-python.sh 2>&1 | tee "$WORK/pytest.log"
+# The venv stays (in $WORK) for kompute-bench's Python case below.
+VENV="$WORK/venv" scripts/test-python.sh 2>&1 | tee "$WORK/pytest.log"
 python_passed=$(sed -nE 's/^=+ (.* )?([0-9]+) passed.*/\2/p' "$WORK/pytest.log" | tail -n 1)
 PASSED=$((PASSED + ${python_passed:-0}))
 end_step "$(sed -nE 's/^=+ (.*(passed|failed).* in [^ ]+) =+$/\1/p' "$WORK/pytest.log" | tail -n 1)"
@@ -235,6 +236,8 @@ end_step
 # kompute-bench in quick mode: every case runs once on small sizes (no
 # timing is judged here; docs/performance.md has the real figures).
 begin_step "kompute-bench --quick"
-"$BUILD_PREFIX-test/benchmarks/kompute-bench" --quick --json "$WORK/bench.json"
+# Case i runs the Python script with the venv's kp.
+KOMPUTE_BENCH_PYTHON="$WORK/venv/bin/python" \
+    "$BUILD_PREFIX-test/benchmarks/kompute-bench" --quick --json "$WORK/bench.json"
 PASSED=$((PASSED + 1))
 end_step

@@ -123,6 +123,27 @@ memoryRepr(Memory& memory, const char* kind)
     return text + ">";
 }
 
+/** OpSyncDevice and OpSyncLocal: the same two constructors. */
+template<typename SyncOp>
+void
+bindSyncOperation(nb::module_& m, const char* name, const char* doc)
+{
+    using namespace nb::literals;
+    using MemoryList = std::vector<std::shared_ptr<Memory>>;
+    nb::class_<SyncOp, kp::OpBase>(m, name, doc)
+      .def(nb::init<const MemoryList&>(),
+           "tensors"_a,
+           keepGil,
+           "Syncs the whole of each tensor. Raises if the list is empty or holds a destroyed "
+           "tensor.")
+      .def(nb::init<const MemoryList&, uint32_t, uint32_t>(),
+           "tensors"_a,
+           "offset"_a,
+           "count"_a,
+           keepGil,
+           "Syncs elements [offset, offset + count) of each tensor (ours).");
+}
+
 // --- Slots of kp.Memory: the buffer protocol -----------------------------
 
 PyType_Slot memorySlots[] = {
@@ -443,39 +464,16 @@ NB_MODULE(_kp, m)
                            "OpBase",
                            "Base class of the operations a Sequence records (not instantiable).");
 
-    nb::class_<kp::OpSyncDevice, kp::OpBase>(
+    bindSyncOperation<kp::OpSyncDevice>(
       m,
       "OpSyncDevice",
       "Copies the host views of tensors and images into their device memory (device tensors "
-      "and all images; other tensors need no copy).")
-      .def(nb::init<const MemoryList&>(),
-           "tensors"_a,
-           keepGil,
-           "Syncs the whole of each tensor. Raises if the list is empty or holds a destroyed "
-           "tensor.")
-      .def(nb::init<const MemoryList&, uint32_t, uint32_t>(),
-           "tensors"_a,
-           "offset"_a,
-           "count"_a,
-           keepGil,
-           "Syncs elements [offset, offset + count) of each tensor (ours).");
-
-    nb::class_<kp::OpSyncLocal, kp::OpBase>(
+      "and all images; other tensors need no copy).");
+    bindSyncOperation<kp::OpSyncLocal>(
       m,
       "OpSyncLocal",
       "Copies the device memory of tensors and images back into their host views, ready to "
-      "read once the sequence has completed.")
-      .def(nb::init<const MemoryList&>(),
-           "tensors"_a,
-           keepGil,
-           "Syncs the whole of each tensor. Raises if the list is empty or holds a destroyed "
-           "tensor.")
-      .def(nb::init<const MemoryList&, uint32_t, uint32_t>(),
-           "tensors"_a,
-           "offset"_a,
-           "count"_a,
-           keepGil,
-           "Syncs elements [offset, offset + count) of each tensor (ours).");
+      "read once the sequence has completed.");
 
     nb::class_<kp::OpCopy, kp::OpBase>(
       m,

@@ -354,16 +354,21 @@ memoryReleaseBuffer(PyObject*, Py_buffer* view)
 
 namespace {
 
+/** The numpy dtype of an object's elements; raw bytes for eCustom. */
+nb::str
+dtypeOf(const Memory& memory)
+{
+    const char* name = numpyDtypeName(memory.dataType());
+    return nb::str(name != nullptr ? name : "uint8");
+}
+
 NdArray
 memoryArray(nb::handle self, Memory& memory, nb::tuple shape)
 {
-    const char* name = numpyDtypeName(memory.dataType());
     nb::module_ np = numpy();
     // ndarray(buffer=self) keeps `self` as the array's base: the array keeps
     // the tensor alive, as upstream's does.
-    return { np.attr("ndarray")(shape,
-                                nb::arg("dtype") = name != nullptr ? name : "uint8",
-                                nb::arg("buffer") = self) };
+    return { np.attr("ndarray")(shape, nb::arg("dtype") = dtypeOf(memory), nb::arg("buffer") = self) };
 }
 
 } // namespace
@@ -390,8 +395,7 @@ memorySetData(nb::handle self, nb::handle values)
 {
     Memory& memory = memoryOf(self);
     memory.checkInit("Tensor.set_data()");
-    const char* name = numpyDtypeName(memory.dataType());
-    nb::object array = contiguousArray(values, nb::str(name != nullptr ? name : "uint8"));
+    nb::object array = contiguousArray(values, dtypeOf(memory));
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.set_data()");
     memory.setData(view.data(), view.size());
 }
@@ -401,8 +405,7 @@ tensorUpload(nb::handle self, nb::handle values)
 {
     auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
     tensor.checkInit("Tensor.upload()");
-    const char* name = numpyDtypeName(tensor.dataType());
-    nb::object array = contiguousArray(values, nb::str(name != nullptr ? name : "uint8"));
+    nb::object array = contiguousArray(values, dtypeOf(tensor));
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.upload()");
     // The array stays referenced (and its buffer held) while the GIL is
     // released for the copies and the transfer.
@@ -415,9 +418,9 @@ tensorDownload(nb::handle self)
 {
     auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
     tensor.checkInit("Tensor.download()");
-    const char* name = numpyDtypeName(tensor.dataType());
-    size_t elements = name != nullptr ? tensor.size() : tensor.memorySize();
-    nb::object array = numpy().attr("empty")(elements, nb::str(name != nullptr ? name : "uint8"));
+    // eCustom elements come as their raw bytes.
+    bool custom = numpyDtypeName(tensor.dataType()) == nullptr;
+    nb::object array = numpy().attr("empty")(custom ? tensor.memorySize() : tensor.size(), dtypeOf(tensor));
     {
         BufferView view(array, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "Tensor.download()");
         nb::gil_scoped_release release;

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "internal/Device.hpp"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,11 +16,15 @@ namespace internal {
 
 namespace {
 
+// A flag variable: unset or empty gives `fallback`, "0" false, else true.
 bool
-environmentFlag(const char* name)
+environmentFlag(const char* name, bool fallback = false)
 {
     const char* value = std::getenv(name);
-    return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+    if (value == nullptr || *value == '\0') {
+        return fallback;
+    }
+    return std::strcmp(value, "0") != 0;
 }
 
 // Host-visible device-local memory only pays off where it is ordinary
@@ -67,7 +70,7 @@ Device::Device(const Handles& handles,
     mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
     mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
                               !hasUnifiedMemory(mProperties, *mAllocator);
-    mShaderCopies = shaderCopiesPreferred(mProperties);
+    mShaderCopies = environmentFlag("KOMPUTE_ENV_SHADER_COPY", shaderCopiesByDefault(mProperties));
 }
 
 const ShaderCopyPipeline&

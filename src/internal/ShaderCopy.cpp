@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <cstring>
 
 #include "internal/Check.hpp"
 #include "internal/ShaderCopyBuffer.hpp"
@@ -23,12 +21,8 @@ thread_local bool recordingIntoSequence = false;
 } // namespace
 
 bool
-shaderCopiesPreferred(const vk::PhysicalDeviceProperties& properties)
+shaderCopiesByDefault(const vk::PhysicalDeviceProperties& properties)
 {
-    const char* value = std::getenv("KOMPUTE_ENV_SHADER_COPY");
-    if (value != nullptr && *value != '\0') {
-        return std::strcmp(value, "0") != 0;
-    }
     return properties.vendorID == kNvidiaVendorId;
 }
 

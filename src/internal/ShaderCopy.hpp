@@ -23,9 +23,16 @@ constexpr vk::DeviceSize kShaderCopyMinimumBytes = vk::DeviceSize(1) << 20;
  * bytes goes to the copy command. */
 constexpr vk::DeviceSize kShaderCopyVectorBytes = 16;
 
-/** Whether a device copies tensors by shader: KOMPUTE_ENV_SHADER_COPY=1 or
- * =0 decides; otherwise NVIDIA devices do. */
-bool shaderCopiesPreferred(const vk::PhysicalDeviceProperties& properties);
+/** The leading part of a `bytes` copy that the shader does: whole vectors. */
+constexpr vk::DeviceSize
+shaderCopiedBytes(vk::DeviceSize bytes)
+{
+    return bytes / kShaderCopyVectorBytes * kShaderCopyVectorBytes;
+}
+
+/** Whether a device copies tensors by shader unless KOMPUTE_ENV_SHADER_COPY
+ * (read by Device) says otherwise: NVIDIA devices do. */
+bool shaderCopiesByDefault(const vk::PhysicalDeviceProperties& properties);
 
 /** The pipeline of the copy shader, one per device, made on first use. */
 struct ShaderCopyPipeline

@@ -70,9 +70,8 @@ OpCopy::copiesByShader(size_t index) const
         return false;
     }
     vk::DeviceSize bytes = target->memorySize();
-    vk::DeviceSize vectorBytes = bytes / internal::kShaderCopyVectorBytes * internal::kShaderCopyVectorBytes;
     return bytes >= internal::kShaderCopyMinimumBytes &&
-           vectorBytes <= device->properties().limits.maxStorageBufferRange;
+           internal::shaderCopiedBytes(bytes) <= device->properties().limits.maxStorageBufferRange;
 }
 
 void
@@ -84,7 +83,7 @@ OpCopy::recordShaderCopy(const vk::CommandBuffer& commandBuffer, size_t index)
     const std::shared_ptr<internal::Device>& device = source.mDevice;
     const internal::ShaderCopyPipeline& pipeline = device->shaderCopyPipeline();
     vk::DeviceSize bytes = target.memorySize();
-    vk::DeviceSize vectorBytes = bytes / internal::kShaderCopyVectorBytes * internal::kShaderCopyVectorBytes;
+    vk::DeviceSize vectorBytes = internal::shaderCopiedBytes(bytes);
 
     vk::DescriptorSet set;
     {
@@ -120,9 +119,11 @@ void
 OpCopy::record(const vk::CommandBuffer& commandBuffer)
 {
     internal::checkMemObjects(mMemObjects, 2, "OpCopy");
+    std::vector<bool> byShader(mMemObjects.size(), false);
     bool anyByShader = false;
     for (size_t i = 1; i < mMemObjects.size(); ++i) {
-        anyByShader = anyByShader || copiesByShader(i);
+        byShader[i] = copiesByShader(i);
+        anyByShader = anyByShader || byShader[i];
     }
     vk::PipelineStageFlags stages = vk::PipelineStageFlagBits::eTransfer;
     vk::AccessFlags access = vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite;
@@ -133,7 +134,7 @@ OpCopy::record(const vk::CommandBuffer& commandBuffer)
     internal::recordBarrierBefore(commandBuffer, stages, access);
     const auto& source = mMemObjects[0];
     for (size_t i = 1; i < mMemObjects.size(); ++i) {
-        if (copiesByShader(i)) {
+        if (byShader[i]) {
             recordShaderCopy(commandBuffer, i);
         } else {
             mMemObjects[i]->recordCopyFrom(commandBuffer, source);

@@ -1,34 +1,40 @@
 #!/usr/bin/env bash
 # Builds what runs on the GPU machine (Ubuntu 24.04, NVIDIA driver, no
-# Vulkan SDK) into .gpu-bundle/: a shared libkompute.so that carries shaderc
+# Vulkan SDK) into a bundle folder (the first argument, default .gpu-bundle;
+# an absolute path lets a second worktree put its bundle into the checkout
+# that the device tool sends): a shared libkompute.so that carries shaderc
 # and SPIRV-Tools statically, the test binaries, the examples and
 # kompute-bench, stripped. The machine's own libstdc++ is newer than
 # Debian 12's, so the C++ runtime is linked dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+BUNDLE=${1:-.gpu-bundle}
 build=build-gpu
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
     -DKOMPUTE_OPT_BUILD_TESTS=ON -DKOMPUTE_OPT_INSTALL=OFF \
-    -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON > /dev/null
+    -DCMAKE_BUILD_RPATH_USE_ORIGIN=ON \
+    $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) > /dev/null
 cmake --build "$build" -j"$(nproc)"
-rm -rf .gpu-bundle && mkdir -p .gpu-bundle
-cp -L "$build"/libkompute.so.0.9 .gpu-bundle/
+rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
+cp -L "$build"/libkompute.so.0.9 "$BUNDLE"/
 find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' \) \
-    -exec cp {} .gpu-bundle/ \;
-strip .gpu-bundle/* 2>/dev/null || true
-cp benchmarks/cuda/bandwidth.cu tools/plot_bench.py .gpu-bundle/
+    -exec cp {} "$BUNDLE"/ \;
+strip "$BUNDLE"/* 2>/dev/null || true
+cp benchmarks/cuda/*.cu tools/plot_bench.py "$BUNDLE"/
+# The pytest suites of this tree, so that the device runs this tree's tests.
+cp -r python/tests "$BUNDLE"/python-tests
 
 # The Python module for that machine's Python 3.12 (Debian 12 has 3.11):
 # built as a wheel by a local 3.12 interpreter (PYTHON312, default the
-# pyenv one), unpacked into .gpu-bundle/site, with the case-(i) script.
+# pyenv one), unpacked into "$BUNDLE"/site, with the case-(i) script.
 PYTHON312=${PYTHON312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
 if [ -x "$PYTHON312" ]; then
     rm -rf build-python-gpu/wheel && mkdir -p build-python-gpu/wheel
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet --no-deps . -w build-python-gpu/wheel
-    "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl .gpu-bundle/site
-    strip .gpu-bundle/site/kp/_kp*.so
-    cp -r benchmarks/python .gpu-bundle/bench-python
+    "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl "$BUNDLE"/site
+    strip "$BUNDLE"/site/kp/_kp*.so
+    cp -r benchmarks/python "$BUNDLE"/bench-python
 else
     echo "bundle.sh: no Python 3.12 at $PYTHON312 (set PYTHON312): the bundle has no kp module" >&2
 fi
-du -sh .gpu-bundle
+du -sh "$BUNDLE"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gl (Vulkan loader
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
-# bundle.sh) carried along. Writes logs and results under $OUT.
+# bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
+# logs and results under $OUT.
 #   scripts/gpu/run-on-device.sh [bench|tests|python-tests|examples|cuda ...]
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -16,8 +17,8 @@ fi
 rm -rf /tmp/vvl && mkdir -p /tmp/vvl
 for f in .gl-extra/*.deb; do dpkg -x "$f" /tmp/vvl; done
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
-export LD_LIBRARY_PATH=$PWD/.gpu-bundle:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-B=.gpu-bundle
+B=${GPU_BUNDLE:-.gpu-bundle}
+export LD_LIBRARY_PATH=$PWD/$B:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 # The Python module (bundle.sh), for kompute-bench's case i.
 if [ -d $B/site/kp ]; then
     export PYTHONPATH=$PWD/$B/site${PYTHONPATH:+:$PYTHONPATH}
@@ -53,7 +54,7 @@ for step in "${steps[@]}"; do
         # The pytest suites against the bundle's kp, validation layer on.
         KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
         VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
-            timeout 300 python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -15 | tee "$OUT/python-tests.txt"
+            timeout 300 python3 -m pytest -q -p no:cacheprovider $B/python-tests 2>&1 | tail -15 | tee "$OUT/python-tests.txt"
         ;;
     bench)
         # BENCH_ARGS: more options, e.g. "--filter g_".

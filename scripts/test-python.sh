@@ -5,7 +5,8 @@
 # suites in python/tests with the Khronos validation layer on.
 #
 # Needs the Debian packages of scripts/install-deps.sh plus python3-venv, and
-# PyPI (pip downloads scikit-build-core, nanobind, numpy and pytest).
+# PyPI (pip downloads scikit-build-core, nanobind, numpy and pytest, and for the
+# LLM runner's tests gguf, sentencepiece and tokenizers).
 #
 # Environment:
 #   PYTHON                     interpreter for the venv (default: python3)

@@ -99,6 +99,11 @@ struct FlushLog
  * it (for slots, which nanobind's translators do not cover). */
 void setPythonError(std::exception_ptr error) noexcept;
 
+// --- The LLM runner (llm.cpp) ---------------------------------------------------
+
+/** Adds the submodule kp._kp.llm. */
+void bindLlm(nb::module_& module);
+
 // --- numpy (numpy.cpp) -----------------------------------------------------------
 
 /** numpy dtype name ("float32", "uint8", "bool", ...) of a data type;

@@ -983,4 +983,6 @@ NB_MODULE(_kp, m)
       .def("save_pipeline_cache", &kp::Manager::savePipelineCache, "path"_a, releaseGil,
            "Writes the manager's pipeline cache to a file, so algorithms build faster next "
            "time (ours).");
+
+    bindLlm(m);
 }

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::llm::GgufFile: a reader of GGUF files (versions 2 and 3), the model
+// format of llama.cpp: a header, typed metadata key-values, tensor infos and
+// the tensor data, which stays memory-mapped (nothing is copied at open).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kompute/Errors.hpp"
+
+namespace kp {
+namespace llm {
+
+/** A malformed, truncated or unsupported model file (or a missing key). The
+ * message names the file and what was wrong. */
+class FormatError : public kp::Error
+{
+  public:
+    using kp::Error::Error;
+};
+
+/** Element types of GGUF tensors (ggml's type numbers). The runner computes
+ * with F32, F16, BF16, Q8_0 and Q4_0; the others are known by name only, so
+ * that an error can say which type a file has. */
+enum class TensorType : uint32_t
+{
+    eF32 = 0,
+    eF16 = 1,
+    eQ4_0 = 2,
+    eQ4_1 = 3,
+    eQ5_0 = 6,
+    eQ5_1 = 7,
+    eQ8_0 = 8,
+    eQ8_1 = 9,
+    eQ2_K = 10,
+    eQ3_K = 11,
+    eQ4_K = 12,
+    eQ5_K = 13,
+    eQ6_K = 14,
+    eQ8_K = 15,
+    eIQ2_XXS = 16,
+    eIQ2_XS = 17,
+    eIQ3_XXS = 18,
+    eIQ1_S = 19,
+    eIQ4_NL = 20,
+    eIQ3_S = 21,
+    eIQ2_S = 22,
+    eIQ4_XS = 23,
+    eI8 = 24,
+    eI16 = 25,
+    eI32 = 26,
+    eI64 = 27,
+    eF64 = 28,
+    eIQ1_M = 29,
+    eBF16 = 30,
+    eTQ1_0 = 34,
+    eTQ2_0 = 35,
+};
+
+/** Layout of a tensor type: `blockSize` elements take `blockBytes` bytes.
+ * blockSize is 0 for types this reader does not know the layout of. */
+struct TensorTypeLayout
+{
+    uint32_t blockSize = 0;
+    uint32_t blockBytes = 0;
+};
+
+/** "F32", "Q4_0", ...; "type N" for numbers ggml never used. */
+std::string toString(TensorType type);
+TensorTypeLayout layoutOf(TensorType type);
+/** True for the types the runner computes with. */
+bool isSupportedWeightType(TensorType type);
+
+/** Value types of GGUF metadata. */
+enum class GgufValueType : uint32_t
+{
+    eUInt8 = 0,
+    eInt8 = 1,
+    eUInt16 = 2,
+    eInt16 = 3,
+    eUInt32 = 4,
+    eInt32 = 5,
+    eFloat32 = 6,
+    eBool = 7,
+    eString = 8,
+    eArray = 9,
+    eUInt64 = 10,
+    eInt64 = 11,
+    eFloat64 = 12,
+};
+
+std::string toString(GgufValueType type);
+
+struct GgufValue;
+
+/** An array value: elements of one type (arrays of arrays are allowed). */
+struct GgufArray
+{
+    GgufValueType elementType = GgufValueType::eUInt8;
+    std::vector<GgufValue> elements;
+};
+
+/** One metadata value, with the type the file gave it. Integers keep their
+ * signedness; floats are held as double. */
+struct GgufValue
+{
+    GgufValueType type = GgufValueType::eUInt8;
+    std::variant<uint64_t, int64_t, double, bool, std::string, GgufArray> value;
+
+    bool isInteger() const;
+    bool isFloat() const;
+};
+
+struct GgufKeyValue
+{
+    std::string key;
+    GgufValue value;
+};
+
+/** A tensor of the file. `shape` is in GGUF order: shape[0] (ne0) is the
+ * length of the contiguous rows, so a weight matrix of `out` rows of `in`
+ * weights has shape {in, out}. */
+struct GgufTensorInfo
+{
+    std::string name;
+    std::vector<uint64_t> shape;
+    TensorType type = TensorType::eF32;
+    /** Offset of the data from the start of the data section. */
+    uint64_t offset = 0;
+    uint64_t elementCount = 0;
+    uint64_t byteSize = 0;
+};
+
+class GgufFile
+{
+  public:
+    /** Maps the file and reads its header, metadata and tensor infos; throws
+     * FormatError for a bad file (wrong magic, unsupported version,
+     * truncated, tensors out of the file or misaligned, ...). */
+    static GgufFile open(const std::string& path);
+    /** The same over bytes in memory (kept by the object); `name` is used in
+     * messages. */
+    static GgufFile fromBytes(std::vector<uint8_t> bytes, const std::string& name = "<memory>");
+
+    GgufFile(GgufFile&&) noexcept;
+    GgufFile& operator=(GgufFile&&) noexcept;
+    ~GgufFile();
+
+    /** File name as given to open(). */
+    const std::string& name() const { return mName; }
+    uint32_t version() const { return mVersion; }
+    /** general.alignment, 32 when absent. */
+    uint64_t alignment() const { return mAlignment; }
+    uint64_t fileSize() const { return mSize; }
+
+    const std::vector<GgufKeyValue>& metadata() const { return mMetadata; }
+    /** The value of `key`, or null. */
+    const GgufValue* find(const std::string& key) const;
+    bool has(const std::string& key) const { return find(key) != nullptr; }
+
+    // Typed accessors: they throw FormatError naming the key when it is
+    // missing or of another type (integers of any width convert when the
+    // value fits; floats accept integers).
+    std::string getString(const std::string& key) const;
+    uint64_t getUInt(const std::string& key) const;
+    int64_t getInt(const std::string& key) const;
+    double getFloat(const std::string& key) const;
+    bool getBool(const std::string& key) const;
+    std::vector<std::string> getStringArray(const std::string& key) const;
+    std::vector<double> getFloatArray(const std::string& key) const;
+    std::vector<int64_t> getIntArray(const std::string& key) const;
+
+    // The same with a default for an absent key (a present key of the
+    // wrong type still throws).
+    std::string getString(const std::string& key, const std::string& fallback) const;
+    uint64_t getUInt(const std::string& key, uint64_t fallback) const;
+    double getFloat(const std::string& key, double fallback) const;
+    bool getBool(const std::string& key, bool fallback) const;
+
+    const std::vector<GgufTensorInfo>& tensors() const { return mTensors; }
+    /** The tensor called `name`, or null. */
+    const GgufTensorInfo* findTensor(const std::string& name) const;
+    /** The tensor called `name`; throws FormatError if there is none. */
+    const GgufTensorInfo& tensor(const std::string& name) const;
+    /** The tensor's bytes (in the mapping; valid while this object lives). */
+    const uint8_t* tensorData(const GgufTensorInfo& info) const;
+
+    /** A FormatError whose message starts with the file's name. */
+    FormatError error(const std::string& message) const;
+
+    /** Where the bytes live (a file mapping or a vector). */
+    class Mapping;
+
+  private:
+    GgufFile(std::unique_ptr<Mapping> mapping, std::string name);
+    void parse();
+
+    std::unique_ptr<Mapping> mMapping;
+    std::string mName;
+    const uint8_t* mBytes = nullptr;
+    uint64_t mSize = 0;
+    uint32_t mVersion = 0;
+    uint64_t mAlignment = 32;
+    uint64_t mDataOffset = 0;
+    std::vector<GgufKeyValue> mMetadata;
+    std::vector<GgufTensorInfo> mTensors;
+};
+
+} // namespace llm
+} // namespace kp

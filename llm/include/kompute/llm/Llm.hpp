@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+// Umbrella header of the LLM runner (library kompute::llm).
+#pragma once
+
+#include "kompute/llm/Gguf.hpp"
+#include "kompute/llm/ModelConfig.hpp"
+#include "kompute/llm/Npy.hpp"
+#include "kompute/llm/Sampler.hpp"
+#include "kompute/llm/Tokenizer.hpp"

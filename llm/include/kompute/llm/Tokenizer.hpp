@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::llm::Tokenizer: text to token ids and back, from the vocabulary a GGUF
+// file carries (tokenizer.ggml.*). Two models: the SentencePiece-style BPE of
+// Llama 1/2 (scores, '▁' for spaces, byte fallback <0xXX>) and the GPT-2
+// style byte-level BPE of Llama 3 (merges, a pre-tokenizer pattern, bytes
+// mapped to printable characters).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kp {
+namespace llm {
+
+class GgufFile;
+
+/** tokenizer.ggml.token_type values. */
+enum class TokenType : int32_t
+{
+    eUndefined = 0,
+    eNormal = 1,
+    eUnknown = 2,
+    eControl = 3,
+    eUserDefined = 4,
+    eUnused = 5,
+    eByte = 6,
+};
+
+/** Everything a tokenizer is made of; Tokenizer::fromGguf reads it from a
+ * file, and programs may build one themselves. */
+struct Vocabulary
+{
+    enum class Model
+    {
+        eSentencePiece, ///< tokenizer.ggml.model "llama"
+        eByteLevelBpe,  ///< tokenizer.ggml.model "gpt2"
+    };
+    Model model = Model::eSentencePiece;
+    std::vector<std::string> tokens;
+    /** SentencePiece scores (higher merges first); may be empty for BPE. */
+    std::vector<float> scores;
+    /** Per token; empty means every token is eNormal. */
+    std::vector<TokenType> types;
+    /** BPE merges "left right", highest priority first. */
+    std::vector<std::string> merges;
+    /** BPE pre-tokenizer (tokenizer.ggml.pre): "llama-bpe" (Llama 3) or
+     * "default"/"gpt2". */
+    std::string preTokenizer = "default";
+    std::optional<uint32_t> bos, eos, unknown, padding, endOfTurn, endOfMessage;
+    bool addBos = true;
+    bool addEos = false;
+    /** SentencePiece: prefix the text with a space ('▁'). */
+    bool addSpacePrefix = true;
+};
+
+class Tokenizer
+{
+  public:
+    /** Reads tokenizer.ggml.* of a file; FormatError when keys are missing
+     * or inconsistent, or the model or pre-tokenizer is unknown. */
+    static Tokenizer fromGguf(const GgufFile& file);
+    /** Checks the vocabulary (throws FormatError) and builds the lookups. */
+    explicit Tokenizer(Vocabulary vocabulary);
+    Tokenizer(Tokenizer&&) noexcept;
+    Tokenizer& operator=(Tokenizer&&) noexcept;
+    ~Tokenizer();
+
+    /**
+     * Token ids of `text`. With `addSpecial`, BOS (and EOS) are added as
+     * the vocabulary asks. With `parseSpecial`, the texts of control
+     * tokens ("<s>", "<|eot_id|>", ...) in `text` become those tokens;
+     * user-defined tokens are always recognised (as SentencePiece does).
+     * Bytes that are not valid UTF-8 are encoded as bytes.
+     */
+    std::vector<uint32_t> encode(std::string_view text,
+                                 bool addSpecial = true,
+                                 bool parseSpecial = true) const;
+    /** Text of `ids`. Control tokens are left out unless `renderSpecial`;
+     * the space SentencePiece put before the first word is removed. */
+    std::string decode(const std::vector<uint32_t>& ids, bool renderSpecial = false) const;
+    /** The bytes token `id` stands for (control tokens: "" unless
+     * `renderSpecial`). Pieces of byte-level tokens may be partial UTF-8. */
+    std::string piece(uint32_t id, bool renderSpecial = false) const;
+
+    size_t size() const;
+    const Vocabulary& vocabulary() const;
+    /** The id of a token's text, if there is such a token. */
+    std::optional<uint32_t> find(std::string_view token) const;
+    /** End of generation: EOS, end of turn, end of message, and the
+     * control tokens models use for it (<|eot_id|>, <|im_end|>, ...). */
+    bool isEndOfGeneration(uint32_t id) const;
+    /** Throws kp::llm::FormatError unless id < size(). */
+    void checkId(uint32_t id) const;
+
+  private:
+    struct State;
+    std::unique_ptr<State> mState;
+};
+
+/**
+ * Turns generated tokens into text as they come: pieces of byte-level or
+ * byte-fallback tokens that end inside a UTF-8 character are held until the
+ * character is complete.
+ */
+class TokenTextStream
+{
+  public:
+    explicit TokenTextStream(const Tokenizer& tokenizer, bool renderSpecial = false);
+    /** The text that token `id` completes (possibly empty). */
+    std::string push(uint32_t id);
+    /** Whatever is still held (incomplete UTF-8 at the end). */
+    std::string flush();
+
+  private:
+    const Tokenizer& mTokenizer;
+    bool mRenderSpecial;
+    std::string mPending;
+};
+
+} // namespace llm
+} // namespace kp

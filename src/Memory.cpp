@@ -40,6 +40,7 @@ Memory::toString(DataTypes dataType)
         case DataTypes::eLong: return "eLong";
         case DataTypes::eUnsignedLong: return "eUnsignedLong";
         case DataTypes::eHalf: return "eHalf";
+        case DataTypes::eBFloat16: return "eBFloat16";
     }
     return "unknown";
 }
@@ -53,7 +54,8 @@ Memory::dataTypeMemorySize(DataTypes dataType)
         case DataTypes::eUnsignedChar: return 1;
         case DataTypes::eShort:
         case DataTypes::eUnsignedShort:
-        case DataTypes::eHalf: return 2;
+        case DataTypes::eHalf:
+        case DataTypes::eBFloat16: return 2;
         case DataTypes::eInt:
         case DataTypes::eUnsignedInt:
         case DataTypes::eFloat: return 4;
@@ -84,7 +86,7 @@ Memory::Memory(std::shared_ptr<internal::Device> device,
         throw Error(format("Memory type {} is not one of eDevice, eHost, eStorage, eDeviceAndHost",
                            static_cast<uint32_t>(memoryType)));
     }
-    if (static_cast<uint32_t>(dataType) > static_cast<uint32_t>(DataTypes::eHalf)) {
+    if (static_cast<uint32_t>(dataType) > static_cast<uint32_t>(DataTypes::eBFloat16)) {
         throw Error(format("Data type {} is not a kp::Memory::DataTypes value",
                            static_cast<uint32_t>(dataType)));
     }
@@ -212,6 +214,12 @@ Memory::checkCopyableFrom(const Memory& source) const
                            size(),
                            memorySize()));
     }
+}
+
+std::shared_ptr<internal::Device>
+internal::deviceOf(const Memory& memory)
+{
+    return memory.mDevice;
 }
 
 } // namespace kp

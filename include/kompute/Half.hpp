@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // kp::float16_t: an IEEE 754 binary16 value stored in 16 bits, the element
-// type of eHalf tensors (C++17 has no standard half type).
+// type of eHalf tensors (C++17 has no standard half type); kp::bfloat16_t:
+// the upper 16 bits of an IEEE 754 binary32 value (bfloat16), the element
+// type of eBFloat16 tensors.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +107,65 @@ operator!=(float16_t a, float16_t b)
 }
 inline std::ostream&
 operator<<(std::ostream& out, float16_t value)
+{
+    return out << static_cast<float>(value);
+}
+
+/** bfloat16: 1 sign bit, 8 exponent bits and 7 mantissa bits, i.e. a float
+ * with the lower 16 bits of its mantissa dropped. Same range as float, about
+ * 3 significant decimal digits (ours). */
+struct bfloat16_t
+{
+    uint16_t bits = 0;
+
+    constexpr bfloat16_t() = default;
+    /** Rounds to nearest even; NaN stays a (quiet) NaN. */
+    bfloat16_t(float value) : bits(fromFloat(value)) {}
+    operator float() const { return toFloat(bits); }
+
+    static constexpr bfloat16_t fromBits(uint16_t raw)
+    {
+        bfloat16_t b;
+        b.bits = raw;
+        return b;
+    }
+
+    static uint16_t fromFloat(float value)
+    {
+        uint32_t f;
+        std::memcpy(&f, &value, sizeof(f));
+        if ((f & 0x7FFFFFFFu) > 0x7F800000u) { // NaN: keep the sign, make it quiet
+            return static_cast<uint16_t>((f >> 16) | 0x0040u);
+        }
+        // Round to nearest even on the dropped 16 bits (may carry into the
+        // exponent, which rounds to the next power of two or to infinity).
+        f += 0x7FFFu + ((f >> 16) & 1u);
+        return static_cast<uint16_t>(f >> 16);
+    }
+
+    static float toFloat(uint16_t b)
+    {
+        uint32_t f = static_cast<uint32_t>(b) << 16;
+        float value;
+        std::memcpy(&value, &f, sizeof(value));
+        return value;
+    }
+};
+
+static_assert(sizeof(bfloat16_t) == 2, "bfloat16_t must be 16 bits");
+
+inline bool
+operator==(bfloat16_t a, bfloat16_t b)
+{
+    return static_cast<float>(a) == static_cast<float>(b);
+}
+inline bool
+operator!=(bfloat16_t a, bfloat16_t b)
+{
+    return !(a == b);
+}
+inline std::ostream&
+operator<<(std::ostream& out, bfloat16_t value)
 {
     return out << static_cast<float>(value);
 }

@@ -22,6 +22,8 @@
 #include "kompute/operations/OpSyncDevice.hpp"
 #include "kompute/operations/OpSyncLocal.hpp"
 
+#include "kompute/kernels/Kernels.hpp"
+
 // The built-in shaders, as upstream exposes them (kp::SHADEROPMULT_COMP_SPV,
 // kp::SHADERLOGISTICREGRESSION_COMP_SPV).
 #include "ShaderLogisticRegression.hpp"

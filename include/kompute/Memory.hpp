@@ -15,9 +15,16 @@
 
 namespace kp {
 
+class Memory;
+
 namespace internal {
 class Device;
 struct Allocation;
+/** The device context of a memory object (for the kernel library, which
+ * builds its operations' algorithms on it and checks that their tensors
+ * share one Manager). */
+std::shared_ptr<Device>
+deviceOf(const Memory& memory);
 }
 
 class Memory
@@ -32,7 +39,7 @@ class Memory
         eDeviceAndHost = 3, ///< device-local and host-visible (UMA, BAR)
     };
 
-    /** Element type. Values 0-9 are upstream's; 10-12 are ours. */
+    /** Element type. Values 0-9 are upstream's; 10-13 are ours. */
     enum class DataTypes
     {
         eBool = 0,
@@ -48,6 +55,7 @@ class Memory
         eLong = 10,         ///< int64_t (ours)
         eUnsignedLong = 11, ///< uint64_t (ours)
         eHalf = 12,         ///< kp::float16_t (ours)
+        eBFloat16 = 13,     ///< kp::bfloat16_t (ours)
     };
 
     /** Runtime discriminator returned by type(). */
@@ -73,7 +81,8 @@ class Memory
                std::is_same_v<T, uint16_t> || std::is_same_v<T, int32_t> ||
                std::is_same_v<T, uint32_t> || std::is_same_v<T, int64_t> ||
                std::is_same_v<T, uint64_t> || std::is_same_v<T, float> ||
-               std::is_same_v<T, double> || std::is_same_v<T, float16_t>;
+               std::is_same_v<T, double> || std::is_same_v<T, float16_t> ||
+               std::is_same_v<T, bfloat16_t>;
     }
 
     /** Compile-time mapping from a C++ element type to its DataTypes. */
@@ -83,7 +92,7 @@ class Memory
         static_assert(sizeof(T) == 0,
                       "No Kompute data type for this C++ type: use bool, "
                       "int8/16/32/64_t, uint8/16/32/64_t, float, double or "
-                      "kp::float16_t, or a raw eCustom tensor");
+                      "kp::float16_t or kp::bfloat16_t, or a raw eCustom tensor");
         return DataTypes::eCustom;
     }
 
@@ -198,6 +207,7 @@ class Memory
     // OpCopy copies tensors with a shader where that is faster.
     friend class Algorithm;
     friend class OpCopy;
+    friend std::shared_ptr<internal::Device> internal::deviceOf(const Memory& memory);
 
     Memory(std::shared_ptr<internal::Device> device,
            DataTypes dataType,
@@ -305,6 +315,12 @@ constexpr Memory::DataTypes
 Memory::dataType<float16_t>()
 {
     return DataTypes::eHalf;
+}
+template<>
+constexpr Memory::DataTypes
+Memory::dataType<bfloat16_t>()
+{
+    return DataTypes::eBFloat16;
 }
 
 } // namespace kp

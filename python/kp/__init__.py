@@ -58,6 +58,21 @@ from ._kp import (  # noqa: F401  (re-exported API)
     Tensor,
     VulkanError,
 )
+from ._kp import (  # noqa: F401  (the kernel library, re-exported)
+    BinaryOp,
+    KernelOp,
+    OpBinary,
+    OpFma,
+    OpLayerNorm,
+    OpReduce,
+    OpRMSNorm,
+    OpSoftmax,
+    OpSwiGLU,
+    OpUnary,
+    ReduceOp,
+    UnaryOp,
+    WeightFormat,
+)
 
 __version__: str = getattr(_kp, "__version__")
 """The version of Kompute (the CMake project version)."""
@@ -226,10 +241,24 @@ uchar = DataTypes.uchar
 long = DataTypes.long
 ulong = DataTypes.ulong
 half = DataTypes.half
+bfloat16 = DataTypes.bfloat16
 
 __all__ = [
     "Algorithm",
     "AccessFlagBits",
+    "BinaryOp",
+    "KernelOp",
+    "OpBinary",
+    "OpFma",
+    "OpLayerNorm",
+    "OpReduce",
+    "OpRMSNorm",
+    "OpSoftmax",
+    "OpSwiGLU",
+    "OpUnary",
+    "ReduceOp",
+    "UnaryOp",
+    "WeightFormat",
     "DataTypes",
     "DestroyedError",
     "Error",
@@ -258,6 +287,7 @@ __all__ = [
     "get_log_level",
     "logger",
     "set_log_level",
+    "bfloat16",
     "bool",
     "char",
     "custom",

@@ -93,6 +93,11 @@ struct FlushLog
     FlushLog& operator=(const FlushLog&) = delete;
 };
 
+// --- The kernel library (kernels.cpp) -----------------------------------------
+
+/** Binds kp.KernelOp and the kernel library's operations and enums. */
+void bindKernels(nb::module_& m);
+
 // --- Exceptions (module.cpp) ---------------------------------------------------
 
 /** Sets the Python error for a C++ exception the way bound calls translate
@@ -117,7 +122,17 @@ const char* numpyDtypeName(Memory::DataTypes dataType);
 std::shared_ptr<Tensor> tensorFromPython(Manager& manager,
                                          nb::handle data,
                                          Memory::MemoryTypes memoryType,
-                                         bool asFloat32);
+                                         bool asFloat32,
+                                         nb::handle dtype = nb::handle());
+
+/** The numpy dtype of bfloat16 elements: ml_dtypes.bfloat16 where that
+ * package is installed, else uint16 (the raw bits). */
+nb::object bfloat16Dtype();
+
+/** bfloat16 bits (a uint16 array of the same shape) of `data`: floats are
+ * rounded to nearest even; uint16 or ml_dtypes.bfloat16 arrays are taken as
+ * the bits. */
+nb::object bfloat16Bits(nb::handle data);
 
 /** An image holding a copy of `data` (anything numpy.ascontiguousarray
  * accepts): a flat array of width x height x channels elements, or an
@@ -144,7 +159,7 @@ std::shared_ptr<Image> emptyImage(Manager& manager,
                                   std::optional<vk::ImageTiling> tiling);
 
 /** The data type named by a kp.DataTypes value or anything numpy.dtype
- * accepts; TypeError if Kompute has none. */
+ * accepts (and the string "bfloat16"); TypeError if Kompute has none. */
 Memory::DataTypes dataTypeFromPython(nb::handle dtype, const char* what);
 
 /** Zero-copy 1-D numpy array over the host view of `self` (a kp.Memory),

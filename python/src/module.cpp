@@ -289,6 +289,9 @@ NB_MODULE(_kp, m)
       .value("long", DataTypes::eLong, "64-bit signed integer [int64] (ours).")
       .value("ulong", DataTypes::eUnsignedLong, "64-bit unsigned integer [uint64] (ours).")
       .value("half", DataTypes::eHalf, "16-bit float [float16] (ours).")
+      .value("bfloat16", DataTypes::eBFloat16,
+             "bfloat16, 16 bits (ours): numpy views are uint16 (the raw bits), or "
+             "ml_dtypes.bfloat16 where that package is installed.")
       ;
 
     // --- Shaders ----------------------------------------------------------------
@@ -517,6 +520,8 @@ NB_MODULE(_kp, m)
            releaseGil,
            "tensors: [a, b, out], all float32 of one size. The algorithm (e.g. "
            "mgr.algorithm()) is rebuilt with the multiply shader, as upstream.");
+
+    bindKernels(m);
 
     nb::class_<kp::OpMemoryBarrier, kp::OpBase>(
       m,
@@ -783,16 +788,21 @@ NB_MODULE(_kp, m)
         "values are converted to float32).")
       .def(
         "tensor_t",
-        [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType) {
-            return tensorFromPython(self, data.object, memoryType, false);
+        [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType, std::optional<DTypeArg> dtype) {
+            return tensorFromPython(self, data.object, memoryType, false,
+                                    dtype ? nb::handle(dtype->object) : nb::handle());
         },
         "data"_a,
         "memory_type"_a = MemoryTypes::eDevice,
+        "dtype"_a = nb::none(),
         nb::keep_alive<0, 1>(),
         keepGil,
         "A tensor holding a copy of the array `data` (flattened), with the array's dtype: "
         "bool, int8/16/32/64, uint8/16/32/64, float16/32/64 (int64 -> DataTypes.long, uint64 "
-        "-> ulong, float16 -> half). Other dtypes raise TypeError.")
+        "-> ulong, float16 -> half), ml_dtypes.bfloat16 (-> DataTypes.bfloat16). Other dtypes "
+        "raise TypeError. With `dtype` (ours: a numpy dtype or kp.DataTypes) the data is "
+        "converted to it first; dtype=kp.DataTypes.bfloat16 (or \"bfloat16\") rounds floats to "
+        "bfloat16 and takes uint16 data as the raw bits.")
       .def(
         "image",
         [](kp::Manager& self,

@@ -38,6 +38,9 @@ constexpr DtypeInfo kDtypes[] = {
     { DataTypes::eHalf, "float16", "e" },
     { DataTypes::eFloat, "float32", "f" },
     { DataTypes::eDouble, "float64", "d" },
+    // numpy has no bfloat16: the raw 16 bits, or ml_dtypes.bfloat16 where
+    // that package is installed (see bfloat16Dtype).
+    { DataTypes::eBFloat16, "bfloat16", "H" },
 };
 
 const DtypeInfo*
@@ -52,14 +55,28 @@ dtypeInfo(DataTypes dataType)
 }
 
 constexpr const char* kSupportedDtypes =
-  "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32 "
-  "or float64";
+  "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, "
+  "float64 or ml_dtypes.bfloat16";
 
 nb::module_
 numpy()
 {
     return nb::module_::import_("numpy");
 }
+
+} // namespace
+
+nb::object
+bfloat16Dtype()
+{
+    try {
+        return nb::module_::import_("ml_dtypes").attr("bfloat16");
+    } catch (nb::python_error&) {
+        return nb::str("uint16"); // the raw bits
+    }
+}
+
+namespace {
 
 /** A C-contiguous buffer view of a Python object, released on scope exit. */
 class BufferView
@@ -110,6 +127,9 @@ dataTypeOf(nb::handle dtype, const char* what)
 {
     std::string name = nb::cast<std::string>(nb::str(dtype.attr("name")));
     std::string kind = nb::cast<std::string>(dtype.attr("kind"));
+    if (name == "bfloat16" && nb::cast<size_t>(dtype.attr("itemsize")) == 2) {
+        return DataTypes::eBFloat16; // ml_dtypes.bfloat16
+    }
     if (kind == "b" || kind == "i" || kind == "u" || kind == "f") {
         for (const auto& info : kDtypes) {
             if (name == info.numpyName) {
@@ -145,20 +165,59 @@ numpyDtypeName(Memory::DataTypes dataType)
     return info != nullptr ? info->numpyName : nullptr;
 }
 
+nb::object
+bfloat16Bits(nb::handle data)
+{
+    nb::module_ np = numpy();
+    nb::object given = np.attr("asarray")(data);
+    std::string name = nb::cast<std::string>(nb::str(given.attr("dtype").attr("name")));
+    if (name == "uint16" || name == "bfloat16") {
+        // Raw bits already (or ml_dtypes' bfloat16, whose bytes they are).
+        return contiguousArray(given.attr("view")("uint16"));
+    }
+    nb::object floats = contiguousArray(given, np.attr("float32"));
+    nb::object bits = np.attr("empty")(floats.attr("shape"), nb::arg("dtype") = "uint16");
+    BufferView in(floats, PyBUF_C_CONTIGUOUS, "bfloat16 conversion");
+    BufferView out(bits, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "bfloat16 conversion");
+    const auto* source = static_cast<const float*>(in.data());
+    auto* target = static_cast<uint16_t*>(out.writableData());
+    size_t count = in.size() / sizeof(float);
+    for (size_t i = 0; i < count; ++i) {
+        target[i] = bfloat16_t::fromFloat(source[i]);
+    }
+    return bits;
+}
+
 std::shared_ptr<Tensor>
 tensorFromPython(Manager& manager,
                  nb::handle data,
                  Memory::MemoryTypes memoryType,
-                 bool asFloat32)
+                 bool asFloat32,
+                 nb::handle dtype)
 {
     const char* what = asFloat32 ? "Manager.tensor()" : "Manager.tensor_t()";
     nb::object array;
     if (asFloat32) {
         array = contiguousArray(data, numpy().attr("float32"));
+    } else if (dtype.is_valid() && !dtype.is_none() &&
+               dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
+        array = bfloat16Bits(data);
+    } else if (dtype.is_valid() && !dtype.is_none()) {
+        DataTypes wanted = dataTypeFromPython(dtype, what);
+        const char* name = numpyDtypeName(wanted);
+        if (name == nullptr) {
+            throw nb::type_error((std::string(what) + ": dtype must be a numpy dtype or a "
+                                                      "kp.DataTypes value other than custom")
+                                   .c_str());
+        }
+        array = contiguousArray(data, nb::str(name));
     } else {
         array = contiguousArray(data);
     }
     DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
+    if (dtype.is_valid() && !dtype.is_none() && dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
+        dataType = DataTypes::eBFloat16; // the bits, as uint16
+    }
     uint32_t elementSize = Memory::dataTypeMemorySize(dataType);
     BufferView view(array, PyBUF_C_CONTIGUOUS, what);
     size_t count = view.size() / elementSize;
@@ -295,6 +354,9 @@ dataTypeFromPython(nb::handle dtype, const char* what)
     if (nb::try_cast(dtype, dataType, false)) {
         return dataType;
     }
+    if (nb::isinstance<nb::str>(dtype) && nb::cast<std::string>(dtype) == "bfloat16") {
+        return DataTypes::eBFloat16; // without ml_dtypes, numpy does not know the name
+    }
     return dataTypeOf(numpy().attr("dtype")(dtype), what);
 }
 
@@ -355,11 +417,25 @@ memoryReleaseBuffer(PyObject*, Py_buffer* view)
 namespace {
 
 /** The numpy dtype of an object's elements; raw bytes for eCustom. */
-nb::str
+nb::object
 dtypeOf(const Memory& memory)
 {
+    if (memory.dataType() == DataTypes::eBFloat16) {
+        return bfloat16Dtype();
+    }
     const char* name = numpyDtypeName(memory.dataType());
     return nb::str(name != nullptr ? name : "uint8");
+}
+
+/** `values` as a contiguous array of the object's element type (floats
+ * rounded to bfloat16 bits for eBFloat16). */
+nb::object
+valuesFor(const Memory& memory, nb::handle values)
+{
+    if (memory.dataType() == DataTypes::eBFloat16) {
+        return bfloat16Bits(values);
+    }
+    return contiguousArray(values, dtypeOf(memory));
 }
 
 NdArray
@@ -395,7 +471,7 @@ memorySetData(nb::handle self, nb::handle values)
 {
     Memory& memory = memoryOf(self);
     memory.checkInit("Tensor.set_data()");
-    nb::object array = contiguousArray(values, dtypeOf(memory));
+    nb::object array = valuesFor(memory, values);
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.set_data()");
     memory.setData(view.data(), view.size());
 }
@@ -405,7 +481,7 @@ tensorUpload(nb::handle self, nb::handle values)
 {
     auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
     tensor.checkInit("Tensor.upload()");
-    nb::object array = contiguousArray(values, dtypeOf(tensor));
+    nb::object array = valuesFor(tensor, values);
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.upload()");
     // The array stays referenced (and its buffer held) while the GIL is
     // released for the copies and the transfer.

@@ -31,7 +31,7 @@ def test_enum_values_match_the_cpp_enums():
     assert [(m.name, int(m)) for m in kp.DataTypes] == [
         ("bool", 0), ("int", 1), ("uint", 2), ("float", 3), ("double", 4), ("custom", 5),
         ("short", 6), ("ushort", 7), ("char", 8), ("uchar", 9), ("long", 10), ("ulong", 11),
-        ("half", 12)]
+        ("half", 12), ("bfloat16", 13)]
 
 
 def test_enum_values_are_exported_at_module_level():

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Element-wise operations: unary functions and casts, binary arithmetic with
+// broadcasting, fused multiply-add and SwiGLU. Tensors hold f32 (eFloat),
+// f16 (eHalf) or bf16 (eBFloat16); arithmetic is done in f32.
+#pragma once
+
+#include <cstdint>
+
+#include "kompute/kernels/KernelOp.hpp"
+
+namespace kp {
+
+enum class UnaryOp
+{
+    eCast = 0,    ///< y = x (converted to y's data type)
+    eScale = 1,   ///< y = scale * x
+    eRelu = 2,    ///< y = max(x, 0)
+    eGelu = 3,    ///< y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (the tanh form)
+    eSilu = 4,    ///< y = x / (1 + exp(-x))
+    eSigmoid = 5, ///< y = 1 / (1 + exp(-x))
+    eTanh = 6,
+    eExp = 7,
+    eNeg = 8,
+    eAbs = 9,
+    eSqrt = 10,
+    eSquare = 11, ///< y = x * x
+};
+
+/** y[yOffset + i] = f(x[xOffset + i]) for i < count. x and y may have
+ * different data types (f32, f16, bf16): every op casts. */
+struct UnaryParams
+{
+    UnaryOp op = UnaryOp::eCast;
+    uint32_t count = 0; ///< elements; 0: all of y from yOffset
+    float scale = 1.0f; ///< eScale's factor
+    uint64_t xOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpUnary({x, y}, UnaryParams): y may be x (in place, same data type). */
+class OpUnary : public KernelOp
+{
+  public:
+    OpUnary(const std::vector<std::shared_ptr<Memory>>& tensors, const UnaryParams& params);
+};
+
+enum class BinaryOp
+{
+    eAdd = 0,
+    eSub = 1, ///< a - b
+    eMul = 2,
+    eDiv = 3, ///< a / b
+};
+
+/** y[i] = a[i] op b[i % bCount] for i < count: with bCount < count, b is
+ * broadcast over rows of bCount elements (a bias, a per-channel scale).
+ * a, b and y hold one data type (f32, f16 or bf16). */
+struct BinaryParams
+{
+    BinaryOp op = BinaryOp::eAdd;
+    uint32_t count = 0;  ///< elements; 0: all of y from yOffset
+    uint32_t bCount = 0; ///< elements of b; 0: count (no broadcast); must divide count
+    uint64_t aOffset = 0;
+    uint64_t bOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpBinary({a, b, y}, BinaryParams): y may be a or b. */
+class OpBinary : public KernelOp
+{
+  public:
+    OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const BinaryParams& params);
+};
+
+/** y[i] = a[i] * b[i % bCount] + c[i % cCount]; one data type. */
+struct FmaParams
+{
+    uint32_t count = 0;  ///< 0: all of y from yOffset
+    uint32_t bCount = 0; ///< 0: count
+    uint32_t cCount = 0; ///< 0: count
+    uint64_t aOffset = 0;
+    uint64_t bOffset = 0;
+    uint64_t cOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpFma({a, b, c, y}, FmaParams): y may be any of a, b, c. */
+class OpFma : public KernelOp
+{
+  public:
+    OpFma(const std::vector<std::shared_ptr<Memory>>& tensors, const FmaParams& params);
+};
+
+/** y[i] = silu(gate[i]) * up[i] (the gated feed-forward of Llama-family
+ * models); one data type. */
+struct SwiGLUParams
+{
+    uint32_t count = 0; ///< 0: all of y from yOffset
+    uint64_t gateOffset = 0;
+    uint64_t upOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpSwiGLU({gate, up, y}, SwiGLUParams): y may be gate or up. */
+class OpSwiGLU : public KernelOp
+{
+  public:
+    OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const SwiGLUParams& params);
+};
+
+} // namespace kp

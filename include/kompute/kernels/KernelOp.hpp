@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::KernelOp: the base of the kernel library's operations (OpUnary,
+// OpRMSNorm, OpAttention, ...). Each is one or more dispatches of built-in
+// shaders over the operation's tensors, checked and built when the operation
+// is constructed; recording it records those dispatches.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kompute/Algorithm.hpp"
+#include "kompute/operations/OpBase.hpp"
+
+namespace kp {
+
+/** How a quantized weight tensor stores its values (GGUF block formats).
+ * eNone: the tensor's own data type (f32, f16, bf16). */
+enum class WeightFormat
+{
+    eNone = 0,
+    eQ8_0 = 1, ///< 32 weights per 34-byte block: f16 scale d, int8 q[32]; w = q * d
+    eQ4_0 = 2, ///< 32 weights per 18-byte block: f16 scale d, uint8 q[16]; w = (nibble - 8) * d
+};
+
+class KernelOp : public OpBase
+{
+  public:
+    ~KernelOp() override;
+
+    /** Records the operation's dispatches, each after a barrier that orders
+     * it behind earlier transfers and dispatches (as OpAlgoDispatch). */
+    void record(const vk::CommandBuffer& commandBuffer) override;
+    void preEval(const vk::CommandBuffer& commandBuffer) override;
+    void postEval(const vk::CommandBuffer& commandBuffer) override;
+    bool needsRerecord() const override;
+
+    /** The operation's name, e.g. "OpRMSNorm". */
+    const std::string& name() const { return mName; }
+    /** The implementation chosen for this device and these parameters, e.g.
+     * "subgroup" or "shared-memory" (see the README's kernel table). */
+    const std::string& path() const { return mPath; }
+    /** The algorithms it dispatches, in order. */
+    std::vector<std::shared_ptr<Algorithm>> algorithms() const;
+
+  protected:
+    explicit KernelOp(std::string name);
+    /** Appends a dispatch of `algorithm` (built with its workgroup count). */
+    void addDispatch(std::shared_ptr<Algorithm> algorithm);
+    void setPath(std::string path) { mPath = std::move(path); }
+
+  private:
+    struct Dispatch
+    {
+        std::shared_ptr<Algorithm> algorithm;
+        uint64_t recordedGeneration = 0;
+    };
+    std::string mName;
+    std::string mRecordAction; // messages of checkUsable, made once
+    std::string mEvalAction;
+    std::string mPath;
+    std::vector<Dispatch> mDispatches;
+};
+
+} // namespace kp

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel library: machine-learning operations recorded into Sequences
+// over Tensors (see the README's kernel table).
+#pragma once
+
+#include "kompute/kernels/Elementwise.hpp"
+#include "kompute/kernels/KernelOp.hpp"
+#include "kompute/kernels/Norm.hpp"
+#include "kompute/kernels/Reduce.hpp"

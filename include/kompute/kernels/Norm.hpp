@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// Normalization over the last axis: RMSNorm (Llama) and LayerNorm.
+#pragma once
+
+#include <cstdint>
+
+#include "kompute/kernels/KernelOp.hpp"
+
+namespace kp {
+
+/** y[r, c] = x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * weight[c]. x and y:
+ * f32, f16 or bf16 (one type); weight f32; statistics in f32. */
+struct RMSNormParams
+{
+    uint32_t rows = 1;
+    uint32_t cols = 0;
+    float eps = 1e-5f;
+    uint32_t xRowStride = 0; ///< 0: cols
+    uint32_t yRowStride = 0; ///< 0: cols
+    uint64_t xOffset = 0;
+    uint64_t weightOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpRMSNorm({x, weight, y}, RMSNormParams), or {x, y} without a weight;
+ * y may be x (in place). */
+class OpRMSNorm : public KernelOp
+{
+  public:
+    OpRMSNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const RMSNormParams& params);
+};
+
+/** y[r, c] = (x[r, c] - mean) / sqrt(var + eps) * weight[c] + bias[c], with
+ * the row's mean and (biased) variance. Types as RMSNorm. */
+struct LayerNormParams
+{
+    uint32_t rows = 1;
+    uint32_t cols = 0;
+    float eps = 1e-5f;
+    uint32_t xRowStride = 0; ///< 0: cols
+    uint32_t yRowStride = 0; ///< 0: cols
+    uint64_t xOffset = 0;
+    uint64_t weightOffset = 0;
+    uint64_t biasOffset = 0;
+    uint64_t yOffset = 0;
+};
+
+/** OpLayerNorm({x, weight, bias, y}, ...), {x, weight, y} (no bias) or
+ * {x, y} (neither); y may be x. */
+class OpLayerNorm : public KernelOp
+{
+  public:
+    OpLayerNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const LayerNormParams& params);
+};
+
+} // namespace kp

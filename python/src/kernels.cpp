@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bindings of the kernel library (include/kompute/kernels/): every
+// operation takes its tensors as a list and its parameters as keyword
+// arguments named as the C++ params fields in snake_case, e.g.
+// kp.OpRMSNorm([x, w, y], rows=32, cols=4096, eps=1e-6).
+#include "common.hpp"
+
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace kp {
+namespace python {
+
+namespace {
+
+using namespace nb::literals;
+using MemoryList = std::vector<std::shared_ptr<Memory>>;
+
+// Operations are built with the GIL released: building creates pipelines.
+const auto releaseGil = nb::call_guard<ReleaseGil>();
+const auto keepGil = nb::call_guard<FlushLog>();
+
+/** A new T(tensors, params) without the GIL, in place (nanobind's __init__). */
+template<typename T, typename Params>
+void
+construct(T* self, const MemoryList& tensors, const Params& params)
+{
+    ReleaseGil release;
+    new (self) T(tensors, params);
+}
+
+void
+bindElementwise(nb::module_& m)
+{
+    nb::enum_<UnaryOp>(m, "UnaryOp", "The function of kp.OpUnary.")
+      .value("cast", UnaryOp::eCast, "y = x, converted to y's dtype")
+      .value("scale", UnaryOp::eScale, "y = scale * x")
+      .value("relu", UnaryOp::eRelu, "y = max(x, 0)")
+      .value("gelu", UnaryOp::eGelu, "y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))")
+      .value("silu", UnaryOp::eSilu, "y = x / (1 + exp(-x))")
+      .value("sigmoid", UnaryOp::eSigmoid, "y = 1 / (1 + exp(-x))")
+      .value("tanh", UnaryOp::eTanh, "y = tanh(x)")
+      .value("exp", UnaryOp::eExp, "y = exp(x)")
+      .value("neg", UnaryOp::eNeg, "y = -x")
+      .value("abs", UnaryOp::eAbs, "y = |x|")
+      .value("sqrt", UnaryOp::eSqrt, "y = sqrt(x)")
+      .value("square", UnaryOp::eSquare, "y = x * x");
+
+    nb::enum_<BinaryOp>(m, "BinaryOp", "The arithmetic of kp.OpBinary.")
+      .value("add", BinaryOp::eAdd, "y = a + b")
+      .value("sub", BinaryOp::eSub, "y = a - b")
+      .value("mul", BinaryOp::eMul, "y = a * b")
+      .value("div", BinaryOp::eDiv, "y = a / b");
+
+    nb::class_<OpUnary, KernelOp>(m,
+                                  "OpUnary",
+                                  "y[y_offset + i] = f(x[x_offset + i]) for i < count, with f given by "
+                                  "`op` (kp.UnaryOp); x and y are float32, float16 or bfloat16 tensors, "
+                                  "of one type or two (every op casts: op=kp.UnaryOp.cast is a pure "
+                                  "cast). y may be x (in place).")
+      .def(
+        "__init__",
+        [](OpUnary* self, const MemoryList& tensors, UnaryOp op, uint32_t count, float scale, uint64_t xOffset,
+           uint64_t yOffset) {
+            UnaryParams p;
+            p.op = op;
+            p.count = count;
+            p.scale = scale;
+            p.xOffset = xOffset;
+            p.yOffset = yOffset;
+            construct(self, tensors, p);
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "op"_a = UnaryOp::eCast,
+        "count"_a = 0,
+        "scale"_a = 1.0f,
+        "x_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [x, y]. count = 0: all of y from y_offset. scale: the factor of op=scale. "
+        "Raises kp.Error for bad tensors, shapes or types.");
+
+    nb::class_<OpBinary, KernelOp>(m,
+                                   "OpBinary",
+                                   "y[i] = a[i] op b[i % b_count] for i < count (kp.BinaryOp); b_count < "
+                                   "count broadcasts b over rows of b_count elements. a, b, y of one "
+                                   "float type. y may be a or b.")
+      .def(
+        "__init__",
+        [](OpBinary* self, const MemoryList& tensors, BinaryOp op, uint32_t count, uint32_t bCount,
+           uint64_t aOffset, uint64_t bOffset, uint64_t yOffset) {
+            BinaryParams p;
+            p.op = op;
+            p.count = count;
+            p.bCount = bCount;
+            p.aOffset = aOffset;
+            p.bOffset = bOffset;
+            p.yOffset = yOffset;
+            construct(self, tensors, p);
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "op"_a = BinaryOp::eAdd,
+        "count"_a = 0,
+        "b_count"_a = 0,
+        "a_offset"_a = 0,
+        "b_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [a, b, y]. count = 0: all of y from y_offset; b_count = 0: count (must divide "
+        "count).");
+
+    nb::class_<OpFma, KernelOp>(m,
+                                "OpFma",
+                                "y[i] = a[i] * b[i % b_count] + c[i % c_count] (fused multiply-add); one "
+                                "float type.")
+      .def(
+        "__init__",
+        [](OpFma* self, const MemoryList& tensors, uint32_t count, uint32_t bCount, uint32_t cCount,
+           uint64_t aOffset, uint64_t bOffset, uint64_t cOffset, uint64_t yOffset) {
+            FmaParams p;
+            p.count = count;
+            p.bCount = bCount;
+            p.cCount = cCount;
+            p.aOffset = aOffset;
+            p.bOffset = bOffset;
+            p.cOffset = cOffset;
+            p.yOffset = yOffset;
+            construct(self, tensors, p);
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "count"_a = 0,
+        "b_count"_a = 0,
+        "c_count"_a = 0,
+        "a_offset"_a = 0,
+        "b_offset"_a = 0,
+        "c_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [a, b, c, y]. Counts of 0: count (count = 0: all of y from y_offset).");
+
+    nb::class_<OpSwiGLU, KernelOp>(m,
+                                   "OpSwiGLU",
+                                   "y[i] = silu(gate[i]) * up[i] (Llama's gated feed-forward); one float "
+                                   "type.")
+      .def(
+        "__init__",
+        [](OpSwiGLU* self, const MemoryList& tensors, uint32_t count, uint64_t gateOffset, uint64_t upOffset,
+           uint64_t yOffset) {
+            SwiGLUParams p;
+            p.count = count;
+            p.gateOffset = gateOffset;
+            p.upOffset = upOffset;
+            p.yOffset = yOffset;
+            construct(self, tensors, p);
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "count"_a = 0,
+        "gate_offset"_a = 0,
+        "up_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [gate, up, y]. count = 0: all of y from y_offset.");
+}
+
+void
+bindRows(nb::module_& m)
+{
+    nb::enum_<ReduceOp>(m, "ReduceOp", "The reduction of kp.OpReduce.")
+      .value("sum", ReduceOp::eSum)
+      .value("mean", ReduceOp::eMean)
+      .value("max", ReduceOp::eMax)
+      .value("argmax", ReduceOp::eArgmax, "index of the largest value (the first on ties; NaN never wins)");
+
+    nb::class_<OpReduce, KernelOp>(m,
+                                   "OpReduce",
+                                   "y[y_offset + r] = reduce(x[x_offset + r * x_row_stride + c] for c < cols) "
+                                   "for r < rows. x: float32/float16/bfloat16; y: float32, or uint32 for "
+                                   "op=argmax.")
+      .def(
+        "__init__",
+        [](OpReduce* self, const MemoryList& tensors, ReduceOp op, uint32_t rows, uint32_t cols,
+           uint32_t xRowStride, uint64_t xOffset, uint64_t yOffset) {
+            construct(self, tensors, ReduceParams{ op, rows, cols, xRowStride, xOffset, yOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "op"_a = ReduceOp::eSum,
+        "rows"_a = 1,
+        "cols"_a,
+        "x_row_stride"_a = 0,
+        "x_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [x, y]. x_row_stride = 0: cols.");
+
+    nb::class_<OpSoftmax, KernelOp>(
+      m,
+      "OpSoftmax",
+      "y = softmax(scale * x) along rows of cols elements, numerically stable (the row maximum is "
+      "subtracted). With causal=True, row r keeps columns c <= (r % rows_per_matrix) + causal_shift "
+      "and the others of y are 0 (rows_per_matrix = 0: rows). x and y of one float type; y may be x.")
+      .def(
+        "__init__",
+        [](OpSoftmax* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float scale, bool causal,
+           uint32_t rowsPerMatrix, uint32_t causalShift, uint32_t xRowStride, uint32_t yRowStride, uint64_t xOffset,
+           uint64_t yOffset) {
+            construct(self, tensors,
+                      SoftmaxParams{ rows, cols, scale, causal, rowsPerMatrix, causalShift, xRowStride, yRowStride,
+                                     xOffset, yOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "cols"_a,
+        "scale"_a = 1.0f,
+        "causal"_a = false,
+        "rows_per_matrix"_a = 0,
+        "causal_shift"_a = 0,
+        "x_row_stride"_a = 0,
+        "y_row_stride"_a = 0,
+        "x_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [x, y]. Row strides of 0: cols.");
+
+    nb::class_<OpRMSNorm, KernelOp>(m,
+                                    "OpRMSNorm",
+                                    "y[r, c] = x[r, c] / sqrt(mean(x[r, :]^2) + eps) * weight[c]. x and y of "
+                                    "one float type, weight float32; y may be x.")
+      .def(
+        "__init__",
+        [](OpRMSNorm* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float eps, uint32_t xRowStride,
+           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t yOffset) {
+            construct(self, tensors,
+                      RMSNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, yOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "cols"_a,
+        "eps"_a = 1e-5f,
+        "x_row_stride"_a = 0,
+        "y_row_stride"_a = 0,
+        "x_offset"_a = 0,
+        "weight_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [x, weight, y] or [x, y] (no weight). Row strides of 0: cols.");
+
+    nb::class_<OpLayerNorm, KernelOp>(m,
+                                      "OpLayerNorm",
+                                      "y[r, c] = (x[r, c] - mean) / sqrt(var + eps) * weight[c] + bias[c] with "
+                                      "the row's mean and biased variance. Types as OpRMSNorm.")
+      .def(
+        "__init__",
+        [](OpLayerNorm* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float eps, uint32_t xRowStride,
+           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t biasOffset, uint64_t yOffset) {
+            construct(self, tensors,
+                      LayerNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, biasOffset,
+                                       yOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "cols"_a,
+        "eps"_a = 1e-5f,
+        "x_row_stride"_a = 0,
+        "y_row_stride"_a = 0,
+        "x_offset"_a = 0,
+        "weight_offset"_a = 0,
+        "bias_offset"_a = 0,
+        "y_offset"_a = 0,
+        keepGil,
+        "tensors: [x, weight, bias, y], [x, weight, y] or [x, y]. Row strides of 0: cols.");
+}
+
+} // namespace
+
+void
+bindKernels(nb::module_& m)
+{
+    nb::enum_<WeightFormat>(m,
+                            "WeightFormat",
+                            "How a weight tensor stores its values: none (its own dtype) or a GGUF "
+                            "block format in a uint8 tensor.")
+      .value("none", WeightFormat::eNone, "the tensor's own dtype (float32, float16, bfloat16)")
+      .value("q8_0", WeightFormat::eQ8_0, "GGUF Q8_0: 34-byte blocks of 32 weights")
+      .value("q4_0", WeightFormat::eQ4_0, "GGUF Q4_0: 18-byte blocks of 32 weights");
+
+    nb::class_<KernelOp, OpBase>(m,
+                                 "KernelOp",
+                                 "Base of the kernel library's operations: built-in shaders dispatched "
+                                 "over tensors, checked when the operation is built.")
+      .def("name", &KernelOp::name, keepGil, "The operation's name, e.g. 'OpRMSNorm'.")
+      .def("path", &KernelOp::path, keepGil,
+           "The implementation chosen for this device and these parameters, e.g. 'subgroup' or "
+           "'shared-memory'. KOMPUTE_ENV_DISABLE=subgroup,... (read when an operation is built) "
+           "turns fast paths off.")
+      .def("algorithms", &KernelOp::algorithms, keepGil, "The algorithms it dispatches, in order.");
+
+    bindElementwise(m);
+    bindRows(m);
+}
+
+} // namespace python
+} // namespace kp

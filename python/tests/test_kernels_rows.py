@@ -1,0 +1,122 @@
+"""The row kernels (OpReduce, OpSoftmax, OpRMSNorm, OpLayerNorm) against
+numpy over float32/float16/bfloat16, on both reduction paths (subgroup and
+shared memory: KOMPUTE_ENV_DISABLE=subgroup)."""
+
+import numpy as np
+import pytest
+
+import kp
+
+from kernel_helpers import FLOAT_DTYPES, TOLERANCE, assert_near, floats_of, round_to, run, tensor_of
+
+SHAPES = [(1, 1), (3, 5), (2, 257), (5, 1000), (1, 4096)]
+
+
+@pytest.fixture(params=["default", "shared-memory"])
+def path(request, monkeypatch):
+    """The reduction path operations are built with."""
+    if request.param == "shared-memory":
+        monkeypatch.setenv("KOMPUTE_ENV_DISABLE", "subgroup")
+    else:
+        monkeypatch.delenv("KOMPUTE_ENV_DISABLE", raising=False)
+    return request.param
+
+
+def check_path(op, path):
+    assert op.path() in ("subgroup", "shared-memory")
+    if path == "shared-memory":
+        assert op.path() == "shared-memory"
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("rows,cols", SHAPES)
+def test_reduce(mgr, path, dtype, rows, cols):
+    rng = np.random.default_rng(rows * cols)
+    x_values = round_to(dtype, rng.uniform(-2, 2, rows * cols)).reshape(rows, cols)
+    x = tensor_of(mgr, dtype, x_values.ravel())
+    for op, reference in [(kp.ReduceOp.sum, np.sum), (kp.ReduceOp.mean, np.mean), (kp.ReduceOp.max, np.max)]:
+        y = mgr.tensor(np.zeros(rows))
+        reduce = kp.OpReduce([x, y], op=op, rows=rows, cols=cols)
+        check_path(reduce, path)
+        run(mgr, [x], reduce, [y])
+        expected = reference(x_values.astype(np.float64), axis=1)
+        np.testing.assert_allclose(y.data(), expected, rtol=1e-4, atol=1e-4 * (1 + cols * 1e-3))
+    indices = mgr.tensor_t(np.zeros(rows, dtype=np.uint32))
+    run(mgr, [x], kp.OpReduce([x, indices], op=kp.ReduceOp.argmax, rows=rows, cols=cols), [indices])
+    np.testing.assert_array_equal(indices.data(), np.argmax(x_values, axis=1))
+
+
+def softmax_reference(x, scale, causal, rows_per_matrix, shift):
+    rows, cols = x.shape
+    z = scale * x.astype(np.float64)
+    if causal:
+        limit = (np.arange(rows) % rows_per_matrix) + shift
+        z = np.where(np.arange(cols)[None, :] <= limit[:, None], z, -np.inf)
+    z = np.exp(z - z.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("rows,cols", SHAPES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_softmax(mgr, path, dtype, rows, cols, causal):
+    rng = np.random.default_rng(rows + cols)
+    x_values = round_to(dtype, rng.uniform(-30, 90, rows * cols)).reshape(rows, cols)
+    x = tensor_of(mgr, dtype, x_values.ravel())
+    y = tensor_of(mgr, dtype, np.zeros(rows * cols))
+    per_matrix = 2 if rows > 2 else rows
+    op = kp.OpSoftmax([x, y], rows=rows, cols=cols, scale=0.7, causal=causal,
+                      rows_per_matrix=per_matrix, causal_shift=1)
+    check_path(op, path)
+    run(mgr, [x], op, [y])
+    expected = softmax_reference(x_values, 0.7, causal, per_matrix, 1)
+    assert_near(floats_of(y).reshape(rows, cols), round_to(dtype, expected), 4 * TOLERANCE[dtype], floor=1e-3)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("rows,cols", SHAPES)
+def test_rmsnorm_and_layernorm(mgr, path, dtype, rows, cols):
+    rng = np.random.default_rng(cols)
+    x_values = round_to(dtype, rng.uniform(2, 6, rows * cols)).reshape(rows, cols)
+    weight = rng.uniform(0.5, 1.5, cols).astype(np.float32)
+    bias = rng.uniform(-1, 1, cols).astype(np.float32)
+    x = tensor_of(mgr, dtype, x_values.ravel())
+    w = mgr.tensor(weight)
+    b = mgr.tensor(bias)
+    y = tensor_of(mgr, dtype, np.zeros(rows * cols))
+    x64 = x_values.astype(np.float64)
+    eps = 1e-5
+
+    op = kp.OpRMSNorm([x, w, y], rows=rows, cols=cols, eps=eps)
+    check_path(op, path)
+    run(mgr, [x, w], op, [y])
+    expected = x64 / np.sqrt((x64**2).mean(axis=1, keepdims=True) + eps) * weight
+    tol = max(TOLERANCE[dtype], 2e-4)
+    assert_near(floats_of(y).reshape(rows, cols), round_to(dtype, expected), tol, floor=1e-2)
+
+    run(mgr, [b], kp.OpLayerNorm([x, w, b, y], rows=rows, cols=cols, eps=eps), [y])
+    centred = x64 - x64.mean(axis=1, keepdims=True)
+    expected = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + eps) * weight + bias
+    assert_near(floats_of(y).reshape(rows, cols), round_to(dtype, expected), tol, floor=1e-2)
+
+
+def test_rmsnorm_in_place_without_weight(mgr):
+    values = np.random.default_rng(0).uniform(-1, 1, 3 * 100).astype(np.float32)
+    t = mgr.tensor(values)
+    run(mgr, [t], kp.OpRMSNorm([t, t], rows=3, cols=100, eps=1e-6), [t])
+    rows = values.reshape(3, 100).astype(np.float64)
+    expected = rows / np.sqrt((rows**2).mean(axis=1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(t.data().reshape(3, 100), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_input_raises_kp_error(mgr):
+    x = mgr.tensor(np.zeros(64))
+    small = mgr.tensor(np.zeros(4))
+    with pytest.raises(kp.Error, match="'weight' has 4 elements"):
+        kp.OpRMSNorm([x, small, x], rows=8, cols=8)
+    with pytest.raises(kp.Error, match="'y' holds eFloat"):
+        kp.OpReduce([x, small], op=kp.ReduceOp.argmax, rows=4, cols=8)
+    with pytest.raises(kp.Error, match="9 rows of 8"):
+        kp.OpSoftmax([x, x], rows=9, cols=8)
+    with pytest.raises(TypeError):
+        kp.OpSoftmax([x, x])  # cols is required

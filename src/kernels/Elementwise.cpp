@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpUnary, OpBinary, OpFma, OpSwiGLU: one invocation per element
+// (shaders/Unary.comp, shaders/Binary.comp). They are bound by memory
+// bandwidth with scalar loads already, so there is one path.
+#include "kompute/kernels/Elementwise.hpp"
+
+#include "kernels/KernelSupport.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using kernels::Checker;
+using logger::format;
+
+namespace {
+
+constexpr uint32_t kPreferredLocalSize = 256;
+
+/** `count`, or all of operand `out` from `offset` when it is 0. */
+uint32_t
+elementCount(const Checker& check, uint32_t count, uint64_t offset, size_t out)
+{
+    if (count != 0) {
+        return count;
+    }
+    uint64_t size = check.operand(out).size();
+    check.require(offset < size,
+                  format("count = 0 means 'all of the output from its offset', but the offset {} is "
+                         "not below the output's {} elements",
+                         offset,
+                         size));
+    return static_cast<uint32_t>(size - offset);
+}
+
+/** bCount (or cCount): 0 means count; otherwise it must divide count. */
+uint32_t
+broadcastCount(const Checker& check, uint32_t given, uint32_t count, const char* name)
+{
+    if (given == 0) {
+        return count;
+    }
+    check.require(given <= count && count % given == 0,
+                  format("{} = {} must divide count = {} (the operand is repeated over rows of {} "
+                         "elements)",
+                         name,
+                         given,
+                         count,
+                         given));
+    return given;
+}
+
+struct ElementwisePush
+{
+    uint32_t count, bCount, cCount, aOffset, bOffset, cOffset, yOffset;
+};
+
+} // namespace
+
+OpUnary::OpUnary(const std::vector<std::shared_ptr<Memory>>& tensors, const UnaryParams& params)
+  : KernelOp("OpUnary")
+{
+    Checker check("OpUnary", tensors, { "x", "y" });
+    auto xType = check.storageType(0);
+    auto yType = check.storageType(1);
+    uint32_t op = static_cast<uint32_t>(params.op);
+    check.require(op <= static_cast<uint32_t>(UnaryOp::eSquare), format("unknown UnaryOp {}", op));
+    uint32_t count = elementCount(check, params.count, params.yOffset, 1);
+    check.covers(0, params.xOffset, count, format("count = {}", count));
+    check.covers(1, params.yOffset, count, format("count = {}", count));
+    check.aliasing(0, params.xOffset, count, 1, params.yOffset, count);
+    struct
+    {
+        uint32_t count, xOffset, yOffset;
+        float scale;
+    } push{ count, check.offset32(params.xOffset, "xOffset"), check.offset32(params.yOffset, "yOffset"), params.scale };
+    uint32_t local = check.caps().localSize(kPreferredLocalSize);
+    std::string name = std::string("unary_") + kernels::typeName(xType) + "_" + kernels::typeName(yType);
+    addDispatch(kernels::buildAlgorithm(check.device(),
+                                        tensors,
+                                        kernels::builtinSpirv(name),
+                                        kernels::grid((uint64_t(count) + local - 1) / local, check.caps(), "OpUnary"),
+                                        { local, op },
+                                        push));
+    setPath("element-wise");
+}
+
+namespace {
+
+/** The dispatch of shaders/Binary.comp shared by OpBinary, OpSwiGLU, OpFma:
+ * operands {a, b, (c,) y} of one type. */
+std::shared_ptr<Algorithm>
+binaryAlgorithm(const Checker& check,
+                const char* opName,
+                const std::vector<std::shared_ptr<Memory>>& tensors,
+                uint32_t op,
+                ElementwisePush push,
+                bool ternary)
+{
+    size_t out = tensors.size() - 1;
+    auto type = check.storageType(0);
+    for (size_t i = 1; i < tensors.size(); ++i) {
+        check.storageType(i);
+        check.sameDataType(0, i);
+    }
+    check.covers(0, push.aOffset, push.count, format("count = {}", push.count));
+    check.covers(1, push.bOffset, push.bCount, format("{} elements", push.bCount));
+    if (ternary) {
+        check.covers(2, push.cOffset, push.cCount, format("{} elements", push.cCount));
+    }
+    check.covers(out, push.yOffset, push.count, format("count = {}", push.count));
+    check.aliasing(0, push.aOffset, push.count, out, push.yOffset, push.count);
+    check.aliasing(1, push.bOffset, push.bCount, out, push.yOffset, push.count, push.bCount == push.count);
+    if (ternary) {
+        check.aliasing(2, push.cOffset, push.cCount, out, push.yOffset, push.count, push.cCount == push.count);
+    }
+    uint32_t local = check.caps().localSize(kPreferredLocalSize);
+    std::string name = std::string(ternary ? "fma_" : "binary_") + kernels::typeName(type);
+    return kernels::buildAlgorithm(check.device(),
+                                   tensors,
+                                   kernels::builtinSpirv(name),
+                                   kernels::grid((uint64_t(push.count) + local - 1) / local, check.caps(), opName),
+                                   { local, op },
+                                   push);
+}
+
+constexpr uint32_t kSwiGLUCode = 4; // Binary.comp's OP for silu(a) * b
+
+} // namespace
+
+OpBinary::OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const BinaryParams& params)
+  : KernelOp("OpBinary")
+{
+    Checker check("OpBinary", tensors, { "a", "b", "y" });
+    uint32_t op = static_cast<uint32_t>(params.op);
+    check.require(op <= static_cast<uint32_t>(BinaryOp::eDiv), format("unknown BinaryOp {}", op));
+    uint32_t count = elementCount(check, params.count, params.yOffset, 2);
+    ElementwisePush push{ count,
+                          broadcastCount(check, params.bCount, count, "bCount"),
+                          0,
+                          check.offset32(params.aOffset, "aOffset"),
+                          check.offset32(params.bOffset, "bOffset"),
+                          0,
+                          check.offset32(params.yOffset, "yOffset") };
+    addDispatch(binaryAlgorithm(check, "OpBinary", tensors, op, push, false));
+    setPath("element-wise");
+}
+
+OpSwiGLU::OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const SwiGLUParams& params)
+  : KernelOp("OpSwiGLU")
+{
+    Checker check("OpSwiGLU", tensors, { "gate", "up", "y" });
+    uint32_t count = elementCount(check, params.count, params.yOffset, 2);
+    ElementwisePush push{ count,
+                          count,
+                          0,
+                          check.offset32(params.gateOffset, "gateOffset"),
+                          check.offset32(params.upOffset, "upOffset"),
+                          0,
+                          check.offset32(params.yOffset, "yOffset") };
+    addDispatch(binaryAlgorithm(check, "OpSwiGLU", tensors, kSwiGLUCode, push, false));
+    setPath("element-wise");
+}
+
+OpFma::OpFma(const std::vector<std::shared_ptr<Memory>>& tensors, const FmaParams& params)
+  : KernelOp("OpFma")
+{
+    Checker check("OpFma", tensors, { "a", "b", "c", "y" });
+    uint32_t count = elementCount(check, params.count, params.yOffset, 3);
+    ElementwisePush push{ count,
+                          broadcastCount(check, params.bCount, count, "bCount"),
+                          broadcastCount(check, params.cCount, count, "cCount"),
+                          check.offset32(params.aOffset, "aOffset"),
+                          check.offset32(params.bOffset, "bOffset"),
+                          check.offset32(params.cOffset, "cOffset"),
+                          check.offset32(params.yOffset, "yOffset") };
+    addDispatch(binaryAlgorithm(check, "OpFma", tensors, 0, push, true));
+    setPath("element-wise");
+}
+
+} // namespace kp

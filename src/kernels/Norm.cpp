@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpRMSNorm and OpLayerNorm: one workgroup per row (shaders/Norm.comp),
+// reducing with subgroup operations where the device has them and through
+// shared memory otherwise.
+#include "kompute/kernels/Norm.hpp"
+
+#include "kernels/KernelSupport.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using kernels::Checker;
+using logger::format;
+
+namespace {
+
+struct NormShape
+{
+    uint32_t rows, cols;
+    float eps;
+    uint32_t xRowStride, yRowStride;
+    uint64_t xOffset, weightOffset, biasOffset, yOffset;
+};
+
+/** Checks and builds the dispatch of either norm. `tensors` is the user's
+ * list: {x, y}, {x, weight, y} or (LayerNorm) {x, weight, bias, y}. */
+std::shared_ptr<Algorithm>
+normAlgorithm(const char* opName,
+              const std::vector<std::shared_ptr<Memory>>& tensors,
+              const NormShape& shape,
+              bool layer,
+              std::string& pathName)
+{
+    size_t given = tensors.size();
+    bool hasWeight = given >= 3;
+    bool hasBias = layer && given == 4;
+    std::vector<const char*> names;
+    if (given == 4 && layer) {
+        names = { "x", "weight", "bias", "y" };
+    } else if (given == 3) {
+        names = { "x", "weight", "y" };
+    } else {
+        names = { "x", "y" };
+    }
+    Checker check(opName, tensors, names);
+    size_t out = given - 1;
+    auto type = check.storageType(0);
+    check.storageType(out);
+    check.sameDataType(0, out);
+    check.require(shape.rows > 0 && shape.cols > 0,
+                  format("rows and cols must be at least 1 ({} x {} given)", shape.rows, shape.cols));
+    check.require(shape.eps >= 0.0f, format("eps must not be negative ({} given)", shape.eps));
+    uint32_t xStride = shape.xRowStride == 0 ? shape.cols : shape.xRowStride;
+    uint32_t yStride = shape.yRowStride == 0 ? shape.cols : shape.yRowStride;
+    check.require(xStride >= shape.cols && yStride >= shape.cols,
+                  format("row strides ({}, {}) must be at least cols = {}", xStride, yStride, shape.cols));
+    uint64_t xExtent = kernels::rowsExtent(shape.rows, shape.cols, xStride);
+    uint64_t yExtent = kernels::rowsExtent(shape.rows, shape.cols, yStride);
+    check.covers(0, shape.xOffset, xExtent, format("{} rows of {} (row stride {})", shape.rows, shape.cols, xStride));
+    check.covers(out, shape.yOffset, yExtent, format("{} rows of {} (row stride {})", shape.rows, shape.cols, yStride));
+    check.aliasing(0, shape.xOffset, xExtent, out, shape.yOffset, yExtent);
+    check.require(tensors[0] != tensors[out] || xStride == yStride || shape.xOffset + xExtent <= shape.yOffset ||
+                    shape.yOffset + yExtent <= shape.xOffset,
+                  "in place (x and y one tensor) needs equal row strides");
+    if (hasWeight) {
+        check.dataType(1, { Memory::DataTypes::eFloat });
+        check.covers(1, shape.weightOffset, shape.cols, format("cols = {}", shape.cols));
+        check.aliasing(1, shape.weightOffset, shape.cols, out, shape.yOffset, yExtent, false);
+    }
+    if (hasBias) {
+        check.dataType(2, { Memory::DataTypes::eFloat });
+        check.covers(2, shape.biasOffset, shape.cols, format("cols = {}", shape.cols));
+        check.aliasing(2, shape.biasOffset, shape.cols, out, shape.yOffset, yExtent, false);
+    }
+    // The shader always has four bindings: x stands in for what is absent.
+    std::vector<std::shared_ptr<Memory>> bound = { tensors[0],
+                                                   hasWeight ? tensors[1] : tensors[0],
+                                                   hasBias ? tensors[2] : tensors[0],
+                                                   tensors[out] };
+    struct
+    {
+        uint32_t rows, cols;
+        float eps;
+        uint32_t xRowStride, yRowStride, xOffset, wOffset, bOffset, yOffset;
+    } push{ shape.rows,
+            shape.cols,
+            shape.eps,
+            xStride,
+            yStride,
+            check.offset32(shape.xOffset, "xOffset"),
+            check.offset32(hasWeight ? shape.weightOffset : 0, "weightOffset"),
+            check.offset32(hasBias ? shape.biasOffset : 0, "biasOffset"),
+            check.offset32(shape.yOffset, "yOffset") };
+    auto path = kernels::reductionPath(check.caps());
+    pathName = path.name;
+    uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols);
+    std::string name = std::string(layer ? "layernorm_" : "rmsnorm_") + kernels::typeName(type) + path.suffix;
+    return kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
+                                   kernels::grid(shape.rows, check.caps(), opName),
+                                   { local, hasWeight ? 1u : 0u, hasBias ? 1u : 0u }, push);
+}
+
+} // namespace
+
+OpRMSNorm::OpRMSNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const RMSNormParams& params)
+  : KernelOp("OpRMSNorm")
+{
+    if (tensors.size() != 2 && tensors.size() != 3) {
+        throw Error(format("OpRMSNorm: needs tensors {{x, weight, y}} or {{x, y}}, {} given", tensors.size()));
+    }
+    std::string path;
+    addDispatch(normAlgorithm("OpRMSNorm",
+                              tensors,
+                              NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
+                                         params.xOffset, params.weightOffset, 0, params.yOffset },
+                              false,
+                              path));
+    setPath(path);
+}
+
+OpLayerNorm::OpLayerNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const LayerNormParams& params)
+  : KernelOp("OpLayerNorm")
+{
+    if (tensors.size() < 2 || tensors.size() > 4) {
+        throw Error(format("OpLayerNorm: needs tensors {{x, weight, bias, y}}, {{x, weight, y}} or {{x, y}}, {} "
+                           "given",
+                           tensors.size()));
+    }
+    std::string path;
+    addDispatch(normAlgorithm("OpLayerNorm",
+                              tensors,
+                              NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
+                                         params.xOffset, params.weightOffset, params.biasOffset, params.yOffset },
+                              true,
+                              path));
+    setPath(path);
+}
+
+} // namespace kp

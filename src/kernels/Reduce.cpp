@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpReduce and OpSoftmax: one workgroup per row (shaders/Reduce.comp,
+// shaders/Softmax.comp), reducing with subgroup operations where the device
+// has them and through shared memory otherwise.
+#include "kompute/kernels/Reduce.hpp"
+
+#include "kernels/KernelSupport.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using kernels::Checker;
+using logger::format;
+
+OpReduce::OpReduce(const std::vector<std::shared_ptr<Memory>>& tensors, const ReduceParams& params)
+  : KernelOp("OpReduce")
+{
+    Checker check("OpReduce", tensors, { "x", "y" });
+    uint32_t op = static_cast<uint32_t>(params.op);
+    check.require(op <= static_cast<uint32_t>(ReduceOp::eArgmax), format("unknown ReduceOp {}", op));
+    bool argmax = params.op == ReduceOp::eArgmax;
+    auto xType = check.storageType(0);
+    check.dataType(1, { argmax ? Memory::DataTypes::eUnsignedInt : Memory::DataTypes::eFloat });
+    check.require(params.rows > 0 && params.cols > 0,
+                  format("rows and cols must be at least 1 ({} x {} given)", params.rows, params.cols));
+    uint32_t stride = params.xRowStride == 0 ? params.cols : params.xRowStride;
+    check.require(stride >= params.cols, format("xRowStride = {} is less than cols = {}", stride, params.cols));
+    check.covers(0, params.xOffset, kernels::rowsExtent(params.rows, params.cols, stride),
+                 format("{} rows of {} (row stride {})", params.rows, params.cols, stride));
+    check.covers(1, params.yOffset, params.rows, format("{} rows", params.rows));
+    struct
+    {
+        uint32_t rows, cols, xRowStride, xOffset, yOffset;
+    } push{ params.rows, params.cols, stride, check.offset32(params.xOffset, "xOffset"),
+            check.offset32(params.yOffset, "yOffset") };
+    auto path = kernels::reductionPath(check.caps());
+    uint32_t local = kernels::rowLocalSize(check.caps(), params.cols);
+    std::string name = std::string(argmax ? "argmax_" : "reduce_") + kernels::typeName(xType) + path.suffix;
+    addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv(name),
+                                        kernels::grid(params.rows, check.caps(), "OpReduce"), { local, op }, push));
+    setPath(path.name);
+}
+
+OpSoftmax::OpSoftmax(const std::vector<std::shared_ptr<Memory>>& tensors, const SoftmaxParams& params)
+  : KernelOp("OpSoftmax")
+{
+    Checker check("OpSoftmax", tensors, { "x", "y" });
+    auto type = check.storageType(0);
+    check.storageType(1);
+    check.sameDataType(0, 1);
+    check.require(params.rows > 0 && params.cols > 0,
+                  format("rows and cols must be at least 1 ({} x {} given)", params.rows, params.cols));
+    uint32_t xStride = params.xRowStride == 0 ? params.cols : params.xRowStride;
+    uint32_t yStride = params.yRowStride == 0 ? params.cols : params.yRowStride;
+    check.require(xStride >= params.cols && yStride >= params.cols,
+                  format("row strides ({}, {}) must be at least cols = {}", xStride, yStride, params.cols));
+    uint32_t rowsPerMatrix = params.rowsPerMatrix == 0 ? params.rows : params.rowsPerMatrix;
+    uint64_t xExtent = kernels::rowsExtent(params.rows, params.cols, xStride);
+    uint64_t yExtent = kernels::rowsExtent(params.rows, params.cols, yStride);
+    check.covers(0, params.xOffset, xExtent, format("{} rows of {} (row stride {})", params.rows, params.cols, xStride));
+    check.covers(1, params.yOffset, yExtent, format("{} rows of {} (row stride {})", params.rows, params.cols, yStride));
+    check.require(xStride == yStride || tensors[0] != tensors[1] || params.xOffset + xExtent <= params.yOffset ||
+                    params.yOffset + yExtent <= params.xOffset,
+                  "in place (x and y one tensor) needs equal row strides");
+    check.aliasing(0, params.xOffset, xExtent, 1, params.yOffset, yExtent);
+    struct
+    {
+        uint32_t rows, cols;
+        float scale;
+        uint32_t rowsPerMatrix, causalShift, xRowStride, yRowStride, xOffset, yOffset;
+    } push{ params.rows,
+            params.cols,
+            params.scale,
+            rowsPerMatrix,
+            params.causalShift,
+            xStride,
+            yStride,
+            check.offset32(params.xOffset, "xOffset"),
+            check.offset32(params.yOffset, "yOffset") };
+    auto path = kernels::reductionPath(check.caps());
+    uint32_t local = kernels::rowLocalSize(check.caps(), params.cols);
+    std::string name = std::string("softmax_") + kernels::typeName(type) + path.suffix;
+    addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv(name),
+                                        kernels::grid(params.rows, check.caps(), "OpSoftmax"),
+                                        { local, params.causal ? 1u : 0u }, push));
+    setPath(path.name);
+}
+
+} // namespace kp

@@ -1,0 +1,53 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// OpBinary (y = a op b), OpSwiGLU (OP 4: y = silu(a) * b) and, with
+// TERNARY, OpFma (y = a * b + c). All tensors of TYPE; b and c may be
+// broadcast (index i % bCount, i % cCount).
+#include "Common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0; // kp::BinaryOp, 4 = SwiGLU
+
+layout(set = 0, binding = 0) readonly buffer A { STORAGE(TYPE) a[]; };
+layout(set = 0, binding = 1) readonly buffer B { STORAGE(TYPE) b[]; };
+#ifdef TERNARY
+layout(set = 0, binding = 2) readonly buffer C { STORAGE(TYPE) c[]; };
+layout(set = 0, binding = 3) buffer Y { STORAGE(TYPE) y[]; };
+#else
+layout(set = 0, binding = 2) buffer Y { STORAGE(TYPE) y[]; };
+#endif
+layout(push_constant) uniform Push
+{
+    uint count;
+    uint bCount;
+    uint cCount;
+    uint aOffset;
+    uint bOffset;
+    uint cOffset;
+    uint yOffset;
+} p;
+
+void main()
+{
+    uint i = flatGroup() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (i >= p.count) {
+        return;
+    }
+    float va = LOAD(TYPE, a, p.aOffset + i);
+    // The modulo only where b is broadcast (a uniform branch).
+    float vb = LOAD(TYPE, b, p.bOffset + (p.bCount == p.count ? i : i % p.bCount));
+    float r;
+#ifdef TERNARY
+    float vc = LOAD(TYPE, c, p.cOffset + (p.cCount == p.count ? i : i % p.cCount));
+    r = fma(va, vb, vc);
+#else
+    switch (OP) {
+        case 0: r = va + vb; break;
+        case 1: r = va - vb; break;
+        case 2: r = va * vb; break;
+        case 3: r = va / vb; break;
+        default: r = va / (1.0 + exp(-va)) * vb; break;
+    }
+#endif
+    STORE(TYPE, y, p.yOffset + i, r);
+}

@@ -1,0 +1,68 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// OpRMSNorm and, with LAYER, OpLayerNorm: one workgroup per row. The
+// statistics are reduced over the workgroup in f32 (LayerNorm: the mean
+// first, then the variance around it, reading the row again, which is
+// exact where sum-of-squares formulas cancel); the last pass writes.
+// Without a weight or bias the op binds x in their place (HAS_* = 0).
+#include "Common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint HAS_WEIGHT = 1;
+layout(constant_id = 2) const uint HAS_BIAS = 0;
+
+#include "Reduce.glsl"
+
+layout(set = 0, binding = 0) readonly buffer X { STORAGE(TYPE) x[]; };
+layout(set = 0, binding = 1) readonly buffer W { float w[]; };
+layout(set = 0, binding = 2) readonly buffer B { float b[]; };
+layout(set = 0, binding = 3) buffer Y { STORAGE(TYPE) y[]; };
+layout(push_constant) uniform Push
+{
+    uint rows;
+    uint cols;
+    float eps;
+    uint xRowStride;
+    uint yRowStride;
+    uint xOffset;
+    uint wOffset;
+    uint bOffset;
+    uint yOffset;
+} p;
+
+void main()
+{
+    uint row = flatGroup();
+    if (row >= p.rows) {
+        return;
+    }
+    uint xBase = p.xOffset + row * p.xRowStride;
+    uint yBase = p.yOffset + row * p.yRowStride;
+    uint t = gl_LocalInvocationID.x;
+    float invCols = 1.0 / float(p.cols);
+
+    float mean = 0.0;
+#ifdef LAYER
+    float sum = 0.0;
+    for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
+        sum += LOAD(TYPE, x, xBase + c);
+    }
+    mean = workgroupSum(sum) * invCols;
+#endif
+    float squares = 0.0;
+    for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
+        float d = LOAD(TYPE, x, xBase + c) - mean;
+        squares += d * d;
+    }
+    float inverse = inversesqrt(workgroupSum(squares) * invCols + p.eps);
+    for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
+        float v = (LOAD(TYPE, x, xBase + c) - mean) * inverse;
+        if (HAS_WEIGHT != 0) {
+            v *= w[p.wOffset + c];
+        }
+        if (HAS_BIAS != 0) {
+            v += b[p.bOffset + c];
+        }
+        STORE(TYPE, y, yBase + c, v);
+    }
+}

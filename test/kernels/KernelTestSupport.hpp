@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers of the kernel library's suites: tensors of any float type made
+// from float values, results read back as floats, host-side rounding to a
+// type, comparisons with per-type tolerances, and running an operation
+// between the syncs it needs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../DispatchTestHelpers.hpp"
+#include "TestSupport.hpp"
+
+namespace kp_test {
+
+using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
+
+/** The float element types the kernels take. */
+inline const std::vector<DataTypes>&
+floatTypes()
+{
+    static const std::vector<DataTypes> types = { DataTypes::eFloat, DataTypes::eHalf, DataTypes::eBFloat16 };
+    return types;
+}
+
+inline std::string
+shortName(DataTypes type)
+{
+    switch (type) {
+        case DataTypes::eFloat: return "f32";
+        case DataTypes::eHalf: return "f16";
+        case DataTypes::eBFloat16: return "bf16";
+        default: return kp::Memory::toString(type);
+    }
+}
+
+/** `value` rounded to `type` as the device stores it. */
+inline float
+roundTo(DataTypes type, float value)
+{
+    switch (type) {
+        case DataTypes::eHalf: return kp::float16_t(value);
+        case DataTypes::eBFloat16: return kp::bfloat16_t(value);
+        default: return value;
+    }
+}
+
+inline std::vector<float>
+roundTo(DataTypes type, std::vector<float> values)
+{
+    for (float& v : values) {
+        v = roundTo(type, v);
+    }
+    return values;
+}
+
+/** `count` uniform values in [low, high), reproducible from `seed`. */
+inline std::vector<float>
+randomValues(size_t count, uint32_t seed, float low = -1.0f, float high = 1.0f)
+{
+    std::mt19937 engine(seed);
+    std::uniform_real_distribution<float> distribution(low, high);
+    std::vector<float> values(count);
+    for (float& v : values) {
+        v = distribution(engine);
+    }
+    return values;
+}
+
+/** A tensor of `type` holding `values` (rounded to the type). */
+inline std::shared_ptr<kp::Tensor>
+floatTensor(kp::Manager& mgr,
+            DataTypes type,
+            const std::vector<float>& values,
+            MemoryTypes memoryType = MemoryTypes::eDevice)
+{
+    switch (type) {
+        case DataTypes::eHalf:
+            return mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(values.begin(), values.end()), memoryType);
+        case DataTypes::eBFloat16:
+            return mgr.tensorT<kp::bfloat16_t>(std::vector<kp::bfloat16_t>(values.begin(), values.end()),
+                                               memoryType);
+        default: return mgr.tensorT<float>(values, memoryType);
+    }
+}
+
+/** The host view of a float tensor of any type, as floats. */
+inline std::vector<float>
+floatsOf(kp::Memory& tensor)
+{
+    switch (tensor.dataType()) {
+        case DataTypes::eHalf: {
+            auto values = tensor.vector<kp::float16_t>();
+            return std::vector<float>(values.begin(), values.end());
+        }
+        case DataTypes::eBFloat16: {
+            auto values = tensor.vector<kp::bfloat16_t>();
+            return std::vector<float>(values.begin(), values.end());
+        }
+        default: return tensor.vector<float>();
+    }
+}
+
+/** Relative tolerance of results stored in `type` (about 2 units in the
+ * last place of its mantissa, plus f32 rounding of the computation). */
+inline float
+tolerance(DataTypes type)
+{
+    switch (type) {
+        case DataTypes::eHalf: return 2e-3f;  // 10-bit mantissa
+        case DataTypes::eBFloat16: return 1.6e-2f; // 7-bit mantissa
+        default: return 2e-5f;
+    }
+}
+
+/** Expects |actual - expected| <= tol * (|expected| + floor) element-wise
+ * (floor keeps values near zero from demanding a relative precision that
+ * the cancellation in their computation cannot give). */
+inline ::testing::AssertionResult
+near(const std::vector<float>& actual,
+     const std::vector<float>& expected,
+     float tol,
+     float floor = 1.0f,
+     size_t first = 0)
+{
+    if (actual.size() < first + expected.size()) {
+        return ::testing::AssertionFailure() << "got " << actual.size() << " values, expected at least "
+                                             << first + expected.size();
+    }
+    size_t bad = 0;
+    std::ostringstream report;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        float a = actual[first + i];
+        float e = expected[i];
+        bool ok = (std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e) ||
+                  std::fabs(a - e) <= tol * (std::fabs(e) + floor);
+        if (!ok) {
+            if (bad < 8) {
+                report << "\n  [" << i << "] got " << a << ", expected " << e;
+            }
+            ++bad;
+        }
+    }
+    if (bad > 0) {
+        return ::testing::AssertionFailure() << bad << " of " << expected.size()
+                                             << " values off (tolerance " << tol << "):" << report.str();
+    }
+    return ::testing::AssertionSuccess();
+}
+
+/** Records OpSyncDevice(inputs), the operation, OpSyncLocal(outputs) into
+ * a new sequence and evaluates it; returns the sequence for re-use. */
+inline std::shared_ptr<kp::Sequence>
+runOp(kp::Manager& mgr, const Tensors& inputs, const std::shared_ptr<kp::OpBase>& op, const Tensors& outputs)
+{
+    auto seq = mgr.sequence();
+    if (!inputs.empty()) {
+        seq->record<kp::OpSyncDevice>(inputs);
+    }
+    seq->record(op);
+    seq->record<kp::OpSyncLocal>(outputs);
+    seq->eval();
+    return seq;
+}
+
+/** Sets (or unsets) KOMPUTE_ENV_DISABLE for its lifetime: the paths the
+ * kernels may not take (read when an operation is built). */
+struct DisablePaths : ScopedEnv
+{
+    explicit DisablePaths(const char* paths)
+      : ScopedEnv("KOMPUTE_ENV_DISABLE", paths)
+    {
+    }
+};
+
+} // namespace kp_test

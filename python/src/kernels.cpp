@@ -279,6 +279,117 @@ bindRows(nb::module_& m)
         "tensors: [x, weight, bias, y], [x, weight, y] or [x, y]. Row strides of 0: cols.");
 }
 
+void
+bindTransformer(nb::module_& m)
+{
+    nb::enum_<RoPEMode>(m, "RoPEMode", "The pairs kp.OpRoPE rotates.")
+      .value("normal", RoPEMode::eNormal, "adjacent pairs (x[2i], x[2i+1]): GGUF's llama layout")
+      .value("neox", RoPEMode::eNeoX, "(x[i], x[i + rope_dims/2]): GPT-NeoX / Hugging Face layout");
+
+    nb::class_<OpRoPE, KernelOp>(
+      m,
+      "OpRoPE",
+      "Rotary position embedding of x laid out [rows][heads][head_dim] (row r at x_offset + r * "
+      "x_row_stride): pair i < rope_dims/2 of each head of row r turns by positions[r] * freq_scale * "
+      "theta^(-2i / rope_dims); dimensions from rope_dims on are copied. positions is a uint32 tensor "
+      "read when the sequence runs (update it between evals). x and y float32 or float16; y may be x.")
+      .def(
+        "__init__",
+        [](OpRoPE* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t headDim,
+           uint32_t ropeDims, float theta, float freqScale, RoPEMode mode, uint32_t xRowStride, uint32_t yRowStride,
+           uint64_t xOffset, uint64_t yOffset, uint64_t positionsOffset) {
+            construct(self, tensors,
+                      RoPEParams{ rows, heads, headDim, ropeDims, theta, freqScale, mode, xRowStride, yRowStride,
+                                  xOffset, yOffset, positionsOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "heads"_a = 1,
+        "head_dim"_a,
+        "rope_dims"_a = 0,
+        "theta"_a = 10000.0f,
+        "freq_scale"_a = 1.0f,
+        "mode"_a = RoPEMode::eNormal,
+        "x_row_stride"_a = 0,
+        "y_row_stride"_a = 0,
+        "x_offset"_a = 0,
+        "y_offset"_a = 0,
+        "positions_offset"_a = 0,
+        keepGil,
+        "tensors: [x, positions, y]. rope_dims = 0: head_dim; row strides of 0: heads * head_dim.");
+
+    nb::class_<OpSetRows, KernelOp>(
+      m,
+      "OpSetRows",
+      "dst[dst_offset + positions[r] * dst_row_stride + c] = src[src_offset + r * src_row_stride + c], "
+      "converted (src float32/float16 -> dst float32/float16/bfloat16): the KV-cache write. positions "
+      "(uint32) is read when the sequence runs; a row that would not fit in dst is skipped.")
+      .def(
+        "__init__",
+        [](OpSetRows* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, uint32_t dstRowStride,
+           uint64_t dstOffset, uint32_t srcRowStride, uint64_t srcOffset, uint64_t positionsOffset) {
+            construct(self, tensors,
+                      SetRowsParams{ rows, cols, dstRowStride, dstOffset, srcRowStride, srcOffset, positionsOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "cols"_a,
+        "dst_row_stride"_a = 0,
+        "dst_offset"_a = 0,
+        "src_row_stride"_a = 0,
+        "src_offset"_a = 0,
+        "positions_offset"_a = 0,
+        keepGil,
+        "tensors: [src, dst, positions]. Row strides of 0: cols.");
+
+    nb::enum_<AttentionPath>(m, "AttentionPath", "The kernel kp.OpAttention uses.")
+      .value("auto", AttentionPath::eAuto, "decode for up to 4 query rows, prefill above")
+      .value("decode", AttentionPath::eDecode, "split over the context, partial results combined")
+      .value("prefill", AttentionPath::ePrefill, "tiled flash-attention kernel");
+
+    nb::class_<OpAttention, KernelOp>(
+      m,
+      "OpAttention",
+      "out[r, h] = softmax_p(scale * q[r, h] . K[p, h // G]) V[p, h // G] with G = heads // kv_heads "
+      "(grouped-query attention). q and out: float32 [rows][heads][head_dim]; caches: float16 or "
+      "float32, position-major [kv_capacity][kv_heads][head_dim] (position p, KV head g at kv_offset + "
+      "p * kv_row_stride + g * head_dim); positions: uint32, one per query row, read when the sequence "
+      "runs. causal=True: row r attends to positions 0..positions[r]; otherwise every row attends to "
+      "0..positions[rows - 1]. Positions past kv_capacity - 1 are clamped. head_dim: a multiple of 4 up "
+      "to 256; scale = 0: 1 / sqrt(head_dim).")
+      .def(
+        "__init__",
+        [](OpAttention* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t kvHeads,
+           uint32_t headDim, uint32_t kvCapacity, float scale, bool causal, uint32_t kvRowStride, uint64_t kvOffset,
+           uint32_t qRowStride, uint32_t outRowStride, uint64_t qOffset, uint64_t outOffset, uint64_t positionsOffset,
+           AttentionPath path) {
+            construct(self, tensors,
+                      AttentionParams{ rows, heads, kvHeads, headDim, kvCapacity, scale, causal, kvRowStride, kvOffset,
+                                       qRowStride, outRowStride, qOffset, outOffset, positionsOffset, path });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "heads"_a,
+        "kv_heads"_a,
+        "head_dim"_a,
+        "kv_capacity"_a,
+        "scale"_a = 0.0f,
+        "causal"_a = true,
+        "kv_row_stride"_a = 0,
+        "kv_offset"_a = 0,
+        "q_row_stride"_a = 0,
+        "out_row_stride"_a = 0,
+        "q_offset"_a = 0,
+        "out_offset"_a = 0,
+        "positions_offset"_a = 0,
+        "path"_a = AttentionPath::eAuto,
+        keepGil,
+        "tensors: [q, k_cache, v_cache, positions, out].");
+}
+
 } // namespace
 
 void
@@ -305,6 +416,7 @@ bindKernels(nb::module_& m)
 
     bindElementwise(m);
     bindRows(m);
+    bindTransformer(m);
 }
 
 } // namespace python

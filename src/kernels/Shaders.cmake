@@ -52,6 +52,18 @@ foreach(t IN LISTS _kernel_types)
     endforeach()
 endforeach()
 
+# RoPE, the KV-cache write and attention.
+foreach(t f32 f16)
+    kompute_kernel_shader(rope_${t} RoPE.comp TYPE=${_kernel_type_${t}})
+    foreach(d IN LISTS _kernel_types)
+        kompute_kernel_shader(setrows_${t}_${d} SetRows.comp SRC_TYPE=${_kernel_type_${t}} DST_TYPE=${_kernel_type_${d}})
+    endforeach()
+    kompute_kernel_shader(attention_split_${t}_sg AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} SUBGROUP)
+    kompute_kernel_shader(attention_split_${t}_sh AttentionSplit.comp KV_TYPE=${_kernel_type_${t}})
+    kompute_kernel_shader(attention_prefill_${t} AttentionPrefill.comp KV_TYPE=${_kernel_type_${t}})
+endforeach()
+kompute_kernel_shader(attention_combine AttentionCombine.comp)
+
 # The list of every variant by name.
 set(_kernel_table "")
 set(_kernel_includes "")

@@ -3,7 +3,10 @@
 // over Tensors (see the README's kernel table).
 #pragma once
 
+#include "kompute/kernels/Attention.hpp"
 #include "kompute/kernels/Elementwise.hpp"
 #include "kompute/kernels/KernelOp.hpp"
 #include "kompute/kernels/Norm.hpp"
 #include "kompute/kernels/Reduce.hpp"
+#include "kompute/kernels/RoPE.hpp"
+#include "kompute/kernels/SetRows.hpp"

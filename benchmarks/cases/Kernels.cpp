@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel library's cases: softmax, rmsnorm and attention (decode). Each
+// runs the operation 5 times back to back with GPU timestamps around each,
+// reports GB/s over the bytes the operation must move and that figure as a
+// share of the device's measured copy bandwidth (case g's "kompute" figure
+// when case g ran in this process, else an OpCopy of 512 MiB measured here),
+// and checks the result against a host loop ("ok", or the case fails).
+#include "../Harness.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <stdexcept>
+
+namespace bench {
+
+namespace {
+
+using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
+constexpr uint32_t kBackToBack = 5;
+
+std::vector<float>
+randomFloats(size_t count, uint32_t seed, float low, float high)
+{
+    std::mt19937 engine(seed);
+    std::uniform_real_distribution<float> distribution(low, high);
+    std::vector<float> values(count);
+    for (float& v : values) {
+        v = distribution(engine);
+    }
+    return values;
+}
+
+/** GB/s of `op` over `bytes`, from GPU timestamps around each of 5
+ * back-to-back runs, after a warm-up (see case g: a GPU coming from light
+ * work stays at its idle clock for a while). */
+void
+measureOp(Context& context,
+          Measurement& gbs,
+          const std::shared_ptr<kp::OpBase>& op,
+          double bytes)
+{
+    kp::Manager& mgr = context.manager();
+    auto sequence = mgr.sequence(0, kBackToBack);
+    for (uint32_t i = 0; i < kBackToBack; ++i) {
+        sequence->record(op);
+    }
+    double warmUp = context.quick() ? 0.0 : 0.5;
+    double warmSeconds = 0.0;
+    do {
+        warmSeconds += secondsOf([&] { sequence->eval(); });
+    } while (warmSeconds < warmUp);
+    for (int r = 0; r < context.repetitions(); ++r) {
+        sequence->eval();
+        auto ns = sequence->getTimestampsNs();
+        for (uint32_t i = 1; i <= kBackToBack; ++i) {
+            gbs.samples.push_back(bytes / 1e9 / ((ns[i] - ns[i - 1]) * 1e-9));
+        }
+    }
+}
+
+/** The device's copy bandwidth (bytes read + written per second, GB/s). */
+double
+copyBandwidth(Context& context)
+{
+    for (const auto& m : context.measurements()) {
+        if (m.caseName == "g_copy_shader_bandwidth" && m.variant == "kompute" && m.metric == "GB/s" &&
+            !m.samples.empty()) {
+            return m.median();
+        }
+    }
+    static double measured = 0.0;
+    if (measured == 0.0) {
+        kp::Manager& mgr = context.manager();
+        uint64_t bytes = context.quick() ? (16ull << 20) : (512ull << 20);
+        bytes = std::min<uint64_t>(bytes, mgr.getDeviceProperties().limits.maxStorageBufferRange / 16 * 16);
+        auto source = mgr.tensorT<uint32_t>(std::vector<uint32_t>(bytes / 4, 7u), kp::Memory::MemoryTypes::eStorage);
+        auto target = mgr.tensorT<uint32_t>(bytes / 4, kp::Memory::MemoryTypes::eStorage);
+        Measurement copy;
+        measureOp(context, copy, std::make_shared<kp::OpCopy>(Tensors{ source, target }), 2.0 * double(bytes));
+        measured = copy.median();
+        auto& m = context.add("kernels_copy_reference", "kompute_opcopy", "GB/s", true);
+        m.samples = copy.samples;
+        m.notes["moved"] = std::to_string(bytes) + " bytes read + written (the kernels' bandwidth reference)";
+    }
+    return measured;
+}
+
+/** Adds the share of the copy bandwidth as a measurement of its own. */
+void
+addShare(Context& context, const std::string& caseName, const std::string& variant, const Measurement& gbs)
+{
+    double reference = copyBandwidth(context);
+    auto& share = context.add(caseName, variant, "%_of_copy_bw", true);
+    for (double sample : gbs.samples) {
+        share.samples.push_back(100.0 * sample / reference);
+    }
+    share.notes["copy_bandwidth_GB/s"] = std::to_string(reference);
+}
+
+void
+expectClose(const std::vector<float>& got,
+            const std::vector<float>& expected,
+            double tolerance,
+            const std::string& what)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        double error = std::fabs(double(got[i]) - expected[i]) / (std::fabs(expected[i]) + 1.0);
+        if (!(error <= tolerance)) { // NaN fails too
+            throw std::runtime_error(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                                     ", expected " + std::to_string(expected[i]));
+        }
+        worst = std::max(worst, error);
+    }
+    std::cout << "  " << what << ": ok (largest relative error " << worst << ")\n";
+}
+
+struct RowShape
+{
+    uint32_t rows, cols;
+    std::string name() const { return std::to_string(rows) + "x" + std::to_string(cols); }
+};
+
+std::vector<RowShape>
+rowShapes(bool quick)
+{
+    return quick ? std::vector<RowShape>{ { 32, 4096 }, { 256, 4096 } }
+                 : std::vector<RowShape>{ { 32, 4096 }, { 4096, 4096 } };
+}
+
+/** The row kernels' case: x (eDevice) -> op -> y, checked, then timed. */
+template<typename MakeOp, typename Reference>
+void
+rowCase(Context& context, const char* caseName, MakeOp makeOp, Reference reference)
+{
+    kp::Manager& mgr = context.manager();
+    for (const auto& shape : rowShapes(context.quick())) {
+        size_t n = size_t(shape.rows) * shape.cols;
+        auto input = randomFloats(n, shape.rows, -4.0f, 4.0f);
+        auto x = mgr.tensorT<float>(input);
+        auto y = mgr.tensorT<float>(n);
+        auto op = makeOp(x, y, shape);
+        auto check = mgr.sequence();
+        check->record<kp::OpSyncDevice>({ x });
+        check->record(op);
+        check->record<kp::OpSyncLocal>({ y });
+        check->eval();
+        expectClose(y->vector(), reference(input, shape), 1e-4, std::string(caseName) + " " + shape.name());
+        std::string variant = "kompute_f32_" + shape.name();
+        auto& gbs = context.add(caseName, variant, "GB/s", true);
+        gbs.notes["moved"] = "x read + y written, f32";
+        gbs.notes["path"] = op->path();
+        gbs.notes["check"] = "ok";
+        measureOp(context, gbs, op, 2.0 * n * sizeof(float));
+        addShare(context, caseName, variant, gbs);
+    }
+}
+
+} // namespace
+
+BENCH_CASE("softmax", "OpSoftmax over rows of 4096 f32 (GB/s over read + write)")
+{
+    rowCase(
+      context,
+      "softmax",
+      [&](auto& x, auto& y, const RowShape& shape) {
+          kp::SoftmaxParams params;
+          params.rows = shape.rows;
+          params.cols = shape.cols;
+          return std::make_shared<kp::OpSoftmax>(Tensors{ x, y }, params);
+      },
+      [](const std::vector<float>& x, const RowShape& shape) {
+          std::vector<float> y(x.size());
+          for (uint32_t r = 0; r < shape.rows; ++r) {
+              const float* row = x.data() + size_t(r) * shape.cols;
+              double m = *std::max_element(row, row + shape.cols);
+              double sum = 0;
+              for (uint32_t c = 0; c < shape.cols; ++c) {
+                  sum += std::exp(row[c] - m);
+              }
+              for (uint32_t c = 0; c < shape.cols; ++c) {
+                  y[size_t(r) * shape.cols + c] = float(std::exp(row[c] - m) / sum);
+              }
+          }
+          return y;
+      });
+}
+
+BENCH_CASE("rmsnorm", "OpRMSNorm over rows of 4096 f32 with an f32 weight (GB/s over read + write)")
+{
+    kp::Manager& mgr = context.manager();
+    auto weights = randomFloats(4096, 1, 0.5f, 1.5f);
+    auto w = mgr.tensorT<float>(weights);
+    mgr.sequence()->eval<kp::OpSyncDevice>({ w });
+    rowCase(
+      context,
+      "rmsnorm",
+      [&](auto& x, auto& y, const RowShape& shape) {
+          return std::make_shared<kp::OpRMSNorm>(Tensors{ x, w, y }, kp::RMSNormParams{ shape.rows, shape.cols, 1e-6f });
+      },
+      [&](const std::vector<float>& x, const RowShape& shape) {
+          std::vector<float> y(x.size());
+          for (uint32_t r = 0; r < shape.rows; ++r) {
+              const float* row = x.data() + size_t(r) * shape.cols;
+              double squares = 0;
+              for (uint32_t c = 0; c < shape.cols; ++c) {
+                  squares += double(row[c]) * row[c];
+              }
+              double inverse = 1.0 / std::sqrt(squares / shape.cols + 1e-6);
+              for (uint32_t c = 0; c < shape.cols; ++c) {
+                  y[size_t(r) * shape.cols + c] = float(row[c] * inverse * weights[c]);
+              }
+          }
+          return y;
+      });
+}
+
+BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, context 4096, f16 cache (GB/s over KV bytes read)")
+{
+    kp::Manager& mgr = context.manager();
+    const uint32_t heads = 32, kvHeads = 8, D = 128;
+    const uint32_t context_ = context.quick() ? 256 : 4096;
+    size_t cacheElements = size_t(context_) * kvHeads * D;
+    auto qv = randomFloats(heads * D, 1, -1.0f, 1.0f);
+    auto kv = randomFloats(cacheElements, 2, -1.0f, 1.0f);
+    auto vv = randomFloats(cacheElements, 3, -1.0f, 1.0f);
+    auto q = mgr.tensorT<float>(qv);
+    auto k = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(kv.begin(), kv.end()));
+    auto v = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(vv.begin(), vv.end()));
+    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ context_ - 1 });
+    auto out = mgr.tensorT<float>(heads * D);
+    kp::AttentionParams params;
+    params.heads = heads;
+    params.kvHeads = kvHeads;
+    params.headDim = D;
+    params.kvCapacity = context_;
+    auto op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, params);
+    mgr.sequence()
+      ->record<kp::OpSyncDevice>({ q, k, v, positions })
+      ->record(op)
+      ->record<kp::OpSyncLocal>({ out })
+      ->eval();
+
+    // The host reference, on the f16-rounded cache.
+    std::vector<float> expected(heads * D);
+    for (uint32_t h = 0; h < heads; ++h) {
+        uint32_t g = h / (heads / kvHeads);
+        std::vector<double> s(context_);
+        double m = -INFINITY;
+        for (uint32_t p = 0; p < context_; ++p) {
+            double dot = 0;
+            for (uint32_t d = 0; d < D; ++d) {
+                dot += double(qv[h * D + d]) * float(kp::float16_t(kv[(size_t(p) * kvHeads + g) * D + d]));
+            }
+            s[p] = dot / std::sqrt(double(D));
+            m = std::max(m, s[p]);
+        }
+        double sum = 0;
+        for (double& e : s) {
+            e = std::exp(e - m);
+            sum += e;
+        }
+        for (uint32_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (uint32_t p = 0; p < context_; ++p) {
+                acc += s[p] * float(kp::float16_t(vv[(size_t(p) * kvHeads + g) * D + d]));
+            }
+            expected[h * D + d] = float(acc / sum);
+        }
+    }
+    expectClose(out->vector(), expected, 1e-4, "attention decode, context " + std::to_string(context_));
+
+    std::string variant = "kompute_decode_f16_ctx" + std::to_string(context_);
+    auto& gbs = context.add("attention", variant, "GB/s", true);
+    gbs.notes["moved"] = "K and V caches read once (2 x context x 8 x 128 x 2 bytes)";
+    gbs.notes["path"] = op->path();
+    gbs.notes["check"] = "ok";
+    measureOp(context, gbs, op, 2.0 * cacheElements * sizeof(kp::float16_t));
+    addShare(context, "attention", variant, gbs);
+}
+
+} // namespace bench

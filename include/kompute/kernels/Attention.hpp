@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scaled dot-product attention of query rows against a KV cache, with
+// grouped-query heads and per-row causal limits read at run time.
+#pragma once
+
+#include <cstdint>
+
+#include "kompute/kernels/KernelOp.hpp"
+
+namespace kp {
+
+enum class AttentionPath
+{
+    eAuto = 0,    ///< eDecode for up to 4 query rows, ePrefill above
+    eDecode = 1,  ///< split over the context, partial results combined
+    ePrefill = 2, ///< tiled flash-attention kernel (query tiles x KV tiles)
+};
+
+/**
+ * out[r, h, :] = sum_p softmax_p(scale * q[r, h, :] . K[p, h / G, :]) V[p, h / G, :]
+ * with G = heads / kvHeads (grouped-query attention).
+ *
+ * Layouts (elements, row-major):
+ * - q and out: [rows][heads][headDim], row r at qOffset + r * qRowStride
+ *   (outOffset + r * outRowStride);
+ * - kCache and vCache: position-major [kvCapacity][kvHeads][headDim], the
+ *   vector of position p and KV head g at kvOffset + p * kvRowStride +
+ *   g * headDim, so that one token's K (or V) row of kvHeads * headDim values
+ *   is one OpSetRows row;
+ * - positions: uint32, one per query row: the query's own position in the
+ *   cache. With `causal`, row r attends to cache positions 0..positions[r]
+ *   inclusive; without, every row attends to 0..positions[rows - 1].
+ *   Positions beyond kvCapacity - 1 are clamped to it.
+ *
+ * q and out: f32; caches: f16 or f32 (one type). headDim: a multiple of 4,
+ * at most 256. out may be q (the same range), never a cache.
+ */
+struct AttentionParams
+{
+    uint32_t rows = 1; ///< query tokens
+    uint32_t heads = 1;
+    uint32_t kvHeads = 1; ///< divides heads
+    uint32_t headDim = 0;
+    uint32_t kvCapacity = 0; ///< positions the caches hold
+    float scale = 0.0f;      ///< 0: 1 / sqrt(headDim)
+    bool causal = true;
+    uint32_t kvRowStride = 0; ///< elements between positions of a cache; 0: kvHeads * headDim
+    uint64_t kvOffset = 0;    ///< of both caches
+    uint32_t qRowStride = 0;  ///< 0: heads * headDim
+    uint32_t outRowStride = 0; ///< 0: heads * headDim
+    uint64_t qOffset = 0;
+    uint64_t outOffset = 0;
+    uint64_t positionsOffset = 0;
+    AttentionPath path = AttentionPath::eAuto;
+};
+
+/** OpAttention({q, kCache, vCache, positions, out}, AttentionParams). */
+class OpAttention : public KernelOp
+{
+  public:
+    OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, const AttentionParams& params);
+
+  private:
+    std::shared_ptr<Memory> mScratch; // partial results of the decode path
+};
+
+} // namespace kp

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Rotary position embedding (RoPE), with the position of each row read from
+// a tensor at run time, so one recorded sequence serves every decode step.
+#pragma once
+
+#include <cstdint>
+
+#include "kompute/kernels/KernelOp.hpp"
+
+namespace kp {
+
+enum class RoPEMode
+{
+    eNormal = 0, ///< rotates adjacent pairs (x[2i], x[2i+1]): GGUF's llama layout
+    eNeoX = 1,   ///< rotates (x[i], x[i + ropeDims/2]): GPT-NeoX, Hugging Face layout
+};
+
+/**
+ * x is [rows][heads][headDim] (row r at xOffset + r * xRowStride); pair i
+ * (i < ropeDims/2) of every head of row r turns by the angle
+ * positions[r] * freqScale * theta^(-2i / ropeDims). Dimensions from ropeDims
+ * to headDim are copied unchanged. x and y: f32 or f16 (one type); positions
+ * uint32 (eUnsignedInt).
+ */
+struct RoPEParams
+{
+    uint32_t rows = 1;
+    uint32_t heads = 1;
+    uint32_t headDim = 0;
+    uint32_t ropeDims = 0; ///< even, <= headDim; 0: headDim
+    float theta = 10000.0f;
+    float freqScale = 1.0f;
+    RoPEMode mode = RoPEMode::eNormal;
+    uint32_t xRowStride = 0; ///< 0: heads * headDim
+    uint32_t yRowStride = 0; ///< 0: heads * headDim
+    uint64_t xOffset = 0;
+    uint64_t yOffset = 0;
+    uint64_t positionsOffset = 0;
+};
+
+/** OpRoPE({x, positions, y}, RoPEParams): y may be x. */
+class OpRoPE : public KernelOp
+{
+  public:
+    OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEParams& params);
+};
+
+} // namespace kp

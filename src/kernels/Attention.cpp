@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// OpAttention: the decode path splits each row's context into chunks
+// (shaders/AttentionSplit.comp, one workgroup per row, KV head and chunk)
+// and merges them (shaders/AttentionCombine.comp); the prefill path is a
+// tiled flash-attention kernel (shaders/AttentionPrefill.comp).
+#include "kompute/kernels/Attention.hpp"
+
+#include <cmath>
+
+#include "kernels/KernelSupport.hpp"
+#include "kompute/Tensor.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using kernels::Checker;
+using logger::format;
+
+namespace {
+
+constexpr uint32_t kMaxHeadDim = 256;
+constexpr uint32_t kAutoDecodeRows = 4;
+// Workgroups the decode path aims for: enough to fill a large GPU.
+constexpr uint64_t kDecodeTargetGroups = 512;
+
+struct AttentionPush
+{
+    uint32_t rows, heads, kvHeads, kvCapacity;
+    float scale;
+    uint32_t kvRowStride, kvOffset, qRowStride, qOffset, positionsOffset;
+};
+
+uint32_t
+floorPow2(uint64_t value)
+{
+    uint32_t result = 1;
+    while (uint64_t(result) * 2 <= value && result < (1u << 30)) {
+        result *= 2;
+    }
+    return result;
+}
+
+} // namespace
+
+OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, const AttentionParams& params)
+  : KernelOp("OpAttention")
+{
+    Checker check("OpAttention", tensors, { "q", "kCache", "vCache", "positions", "out" });
+    check.dataType(0, { Memory::DataTypes::eFloat });
+    check.dataType(4, { Memory::DataTypes::eFloat });
+    check.dataType(1, { Memory::DataTypes::eFloat, Memory::DataTypes::eHalf });
+    auto kvType = check.storageType(1);
+    check.sameDataType(1, 2);
+    check.dataType(3, { Memory::DataTypes::eUnsignedInt });
+    const auto& p = params;
+    check.require(p.rows > 0 && p.heads > 0 && p.kvHeads > 0 && p.kvCapacity > 0,
+                  format("rows, heads, kvHeads and kvCapacity must be at least 1 ({}, {}, {}, {} given)", p.rows,
+                         p.heads, p.kvHeads, p.kvCapacity));
+    check.require(p.heads % p.kvHeads == 0, format("kvHeads = {} must divide heads = {}", p.kvHeads, p.heads));
+    check.require(p.headDim > 0 && p.headDim % 4 == 0 && p.headDim <= kMaxHeadDim,
+                  format("headDim = {} must be a multiple of 4 from 4 to {}", p.headDim, kMaxHeadDim));
+    uint32_t path = static_cast<uint32_t>(p.path);
+    check.require(path <= 2, format("unknown AttentionPath {}", path));
+    uint32_t group = p.heads / p.kvHeads;
+    uint64_t qWidth = uint64_t(p.heads) * p.headDim;
+    uint64_t kvWidth = uint64_t(p.kvHeads) * p.headDim;
+    uint64_t qStride = p.qRowStride == 0 ? qWidth : p.qRowStride;
+    uint64_t outStride = p.outRowStride == 0 ? qWidth : p.outRowStride;
+    uint64_t kvStride = p.kvRowStride == 0 ? kvWidth : p.kvRowStride;
+    check.require(qStride >= qWidth && outStride >= qWidth,
+                  format("qRowStride and outRowStride ({}, {}) must be at least heads * headDim = {}", qStride,
+                         outStride, qWidth));
+    check.require(kvStride >= kvWidth,
+                  format("kvRowStride = {} must be at least kvHeads * headDim = {}", kvStride, kvWidth));
+    uint64_t qExtent = kernels::rowsExtent(p.rows, qWidth, qStride);
+    uint64_t outExtent = kernels::rowsExtent(p.rows, qWidth, outStride);
+    uint64_t kvExtent = kernels::rowsExtent(p.kvCapacity, kvWidth, kvStride);
+    check.covers(0, p.qOffset, qExtent, format("{} rows of {} heads x {}", p.rows, p.heads, p.headDim));
+    check.covers(4, p.outOffset, outExtent, format("{} rows of {} heads x {}", p.rows, p.heads, p.headDim));
+    std::string cacheShape = format("a cache of {} positions x {} KV heads x {} (row stride {})", p.kvCapacity,
+                                    p.kvHeads, p.headDim, kvStride);
+    check.covers(1, p.kvOffset, kvExtent, cacheShape);
+    check.covers(2, p.kvOffset, kvExtent, cacheShape);
+    check.covers(3, p.positionsOffset, p.rows, format("{} rows", p.rows));
+    check.aliasing(0, p.qOffset, qExtent, 4, p.outOffset, outExtent);
+    check.require(tensors[0] != tensors[4] || qStride == outStride || p.qOffset + qExtent <= p.outOffset ||
+                    p.outOffset + outExtent <= p.qOffset,
+                  "in place (q and out one tensor) needs equal row strides");
+    check.require(tensors[4] != tensors[1] && tensors[4] != tensors[2], "out must not be a cache");
+    check.require(kvStride <= UINT32_MAX && qStride <= UINT32_MAX && outStride <= UINT32_MAX,
+                  "row strides exceed 2^32 - 1");
+
+    float scale = p.scale != 0.0f ? p.scale : static_cast<float>(1.0 / std::sqrt(double(p.headDim)));
+    AttentionPush push{ p.rows,
+                        p.heads,
+                        p.kvHeads,
+                        p.kvCapacity,
+                        scale,
+                        static_cast<uint32_t>(kvStride),
+                        check.offset32(p.kvOffset, "kvOffset"),
+                        static_cast<uint32_t>(qStride),
+                        check.offset32(p.qOffset, "qOffset"),
+                        check.offset32(p.positionsOffset, "positionsOffset") };
+    uint32_t outOffset = check.offset32(p.outOffset, "outOffset");
+    const auto& caps = check.caps();
+    auto reduction = kernels::reductionPath(caps);
+    uint32_t causal = p.causal ? 1u : 0u;
+    bool decode = p.path == AttentionPath::eDecode || (p.path == AttentionPath::eAuto && p.rows <= kAutoDecodeRows);
+    std::string kv = kernels::typeName(kvType);
+
+    if (decode) {
+        uint32_t local = caps.localSize(128);
+        uint64_t wanted = uint64_t(p.kvCapacity) * p.rows * p.kvHeads / kDecodeTargetGroups;
+        uint32_t chunk = std::min<uint32_t>(256, std::max<uint32_t>(16, floorPow2(std::max<uint64_t>(wanted, 1))));
+        auto sharedBytes = [&](uint32_t c) { return (uint64_t(group) * p.headDim + uint64_t(group) * c + 2 * local) * 4; };
+        while (chunk > 16 && sharedBytes(chunk) > caps.maxSharedBytes) {
+            chunk /= 2;
+        }
+        check.require(sharedBytes(chunk) <= caps.maxSharedBytes,
+                      format("heads / kvHeads = {} query heads of {} values need more shared memory than '{}' has "
+                             "({} bytes)",
+                             group, p.headDim, caps.deviceName, caps.maxSharedBytes));
+        uint32_t splits = (p.kvCapacity + chunk - 1) / chunk;
+        uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 2);
+        check.require(scratchElements * 4 <= check.device()->properties().limits.maxStorageBufferRange &&
+                        scratchElements <= UINT32_MAX,
+                      format("the decode path's partial results for {} rows ({} floats) exceed what one buffer "
+                             "holds: use the prefill path for this many rows",
+                             p.rows, scratchElements));
+        mScratch = std::make_shared<TensorT<float>>(check.device(), static_cast<size_t>(scratchElements),
+                                                    Memory::MemoryTypes::eStorage);
+        struct
+        {
+            AttentionPush base;
+            uint32_t splits;
+        } splitPush{ push, splits };
+        std::vector<std::shared_ptr<Memory>> splitTensors = { tensors[0], tensors[1], tensors[2], tensors[3], mScratch };
+        addDispatch(kernels::buildAlgorithm(check.device(), splitTensors,
+                                            kernels::builtinSpirv("attention_split_" + kv + reduction.suffix),
+                                            kernels::grid(uint64_t(p.rows) * p.kvHeads * splits, caps, "OpAttention"),
+                                            { local, p.headDim, group, chunk, causal }, splitPush));
+        struct
+        {
+            uint32_t rows, heads, splits, outRowStride, outOffset;
+        } combinePush{ p.rows, p.heads, splits, static_cast<uint32_t>(outStride), outOffset };
+        uint32_t combineLocal = caps.localSize(std::min<uint32_t>(128, p.headDim));
+        addDispatch(kernels::buildAlgorithm(check.device(), { mScratch, tensors[4] },
+                                            kernels::builtinSpirv("attention_combine"),
+                                            kernels::grid(uint64_t(p.rows) * p.heads, caps, "OpAttention"),
+                                            { combineLocal, p.headDim }, combinePush));
+        setPath(std::string("decode-split-") + reduction.name);
+        return;
+    }
+
+    // Prefill: tiles of 16 x 16 (8 x 8 where shared memory is short), four
+    // invocations per row of the query tile.
+    uint32_t tile = 16;
+    auto sharedBytes = [&](uint32_t t) {
+        return (uint64_t(t) * p.headDim * 3 + uint64_t(t) * t + 4 * uint64_t(t) + 1) * 4;
+    };
+    if (sharedBytes(tile) > caps.maxSharedBytes) {
+        tile = 8;
+    }
+    check.require(sharedBytes(tile) <= caps.maxSharedBytes,
+                  format("headDim = {} needs more shared memory than '{}' has ({} bytes)", p.headDim,
+                         caps.deviceName, caps.maxSharedBytes));
+    uint32_t local = tile * 4;
+    uint32_t outputs = tile * p.headDim / local;
+    struct
+    {
+        AttentionPush base;
+        uint32_t outRowStride, outOffset;
+    } prefillPush{ push, static_cast<uint32_t>(outStride), outOffset };
+    uint64_t tiles = (uint64_t(p.rows) + tile - 1) / tile;
+    addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv("attention_prefill_" + kv),
+                                        kernels::grid(tiles * p.heads, caps, "OpAttention"),
+                                        { local, p.headDim, group, tile, tile, causal, outputs }, prefillPush));
+    setPath("prefill-tiled");
+}
+
+} // namespace kp

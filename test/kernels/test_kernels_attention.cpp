@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: Apache-2.0
+// The transformer kernels: OpRoPE (both layouts, partial rotation, strides),
+// OpSetRows (the KV-cache write with casts) and OpAttention (decode and
+// prefill paths, grouped-query heads, causal limits from positions, f16 and
+// f32 caches, both reduction paths), against host loops; a recorded decode
+// step re-run with new positions; and the argument checks.
+#include "KernelTestSupport.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kp_test {
+namespace {
+
+class TransformerKernelTest : public KomputeTest
+{};
+
+std::vector<float>
+hostRoPE(const std::vector<float>& x, const std::vector<uint32_t>& positions, const kp::RoPEParams& p, uint32_t stride)
+{
+    std::vector<float> y = x;
+    uint32_t dims = p.ropeDims == 0 ? p.headDim : p.ropeDims;
+    for (uint32_t r = 0; r < p.rows; ++r) {
+        for (uint32_t h = 0; h < p.heads; ++h) {
+            size_t base = p.xOffset + size_t(r) * stride + h * p.headDim;
+            for (uint32_t i = 0; i < dims / 2; ++i) {
+                double angle = positions[r] * double(p.freqScale) * std::pow(double(p.theta), -2.0 * i / dims);
+                uint32_t a = p.mode == kp::RoPEMode::eNeoX ? i : 2 * i;
+                uint32_t b = p.mode == kp::RoPEMode::eNeoX ? i + dims / 2 : 2 * i + 1;
+                double xa = x[base + a];
+                double xb = x[base + b];
+                y[base + a] = float(xa * std::cos(angle) - xb * std::sin(angle));
+                y[base + b] = float(xa * std::sin(angle) + xb * std::cos(angle));
+            }
+        }
+    }
+    return y;
+}
+
+TEST_F(TransformerKernelTest, RoPEBothLayoutsPartialAndStrided)
+{
+    for (kp::RoPEMode mode : { kp::RoPEMode::eNormal, kp::RoPEMode::eNeoX }) {
+        for (DataTypes type : { DataTypes::eFloat, DataTypes::eHalf }) {
+            for (uint32_t ropeDims : { 0u, 4u }) {
+                SCOPED_TRACE(std::string(mode == kp::RoPEMode::eNeoX ? "neox " : "normal ") + shortName(type) +
+                             " ropeDims=" + std::to_string(ropeDims));
+                kp::RoPEParams p;
+                p.rows = 5;
+                p.heads = 3;
+                p.headDim = 8;
+                p.ropeDims = ropeDims;
+                p.theta = 500000.0f;
+                p.freqScale = 0.5f;
+                p.mode = mode;
+                p.xRowStride = 3 * 8 + 6; // a row of a fused buffer
+                p.yRowStride = p.xRowStride;
+                p.xOffset = 2;
+                p.yOffset = 2;
+                p.positionsOffset = 1;
+                std::vector<uint32_t> positions = { 99, 0, 1, 7, 100, 1023 };
+                auto values = roundTo(type, randomValues(2 + p.rows * p.xRowStride, 1));
+                auto x = floatTensor(mgr(), type, values);
+                auto pos = mgr().tensorT<uint32_t>(positions);
+                // In place: x is y.
+                runOp(mgr(), { x, pos }, std::make_shared<kp::OpRoPE>(Tensors{ x, pos, x }, p), { x });
+                std::vector<uint32_t> rowPositions(positions.begin() + 1, positions.end());
+                auto expected = roundTo(type, hostRoPE(values, rowPositions, p, p.xRowStride));
+                EXPECT_TRUE(near(floatsOf(*x), expected, std::max(tolerance(type), 1e-4f), 1.0f));
+            }
+        }
+    }
+}
+
+TEST_F(TransformerKernelTest, SetRowsCastsIntoThePositionsGiven)
+{
+    for (DataTypes src : { DataTypes::eFloat, DataTypes::eHalf }) {
+        for (DataTypes dst : floatTypes()) {
+            SCOPED_TRACE(shortName(src) + " -> " + shortName(dst));
+            uint32_t rows = 3, cols = 5, dstStride = 7, capacity = 6;
+            auto values = roundTo(src, randomValues(rows * cols, 2, -100.0f, 100.0f));
+            auto s = floatTensor(mgr(), src, values);
+            auto d = floatTensor(mgr(), dst, std::vector<float>(1 + capacity * dstStride, -1.0f));
+            // Row 1 goes nowhere: position 6 is past the capacity.
+            auto positions = mgr().tensorT<uint32_t>({ 4, 6, 0 });
+            kp::SetRowsParams p;
+            p.rows = rows;
+            p.cols = cols;
+            p.dstRowStride = dstStride;
+            p.dstOffset = 1;
+            runOp(mgr(), { s, d, positions }, std::make_shared<kp::OpSetRows>(Tensors{ s, d, positions }, p), { d });
+            std::vector<float> expected(1 + capacity * dstStride, -1.0f);
+            uint32_t targets[] = { 4, 99, 0 };
+            for (uint32_t r = 0; r < rows; ++r) {
+                for (uint32_t c = 0; c < cols && targets[r] < capacity; ++c) {
+                    expected[1 + targets[r] * dstStride + c] = roundTo(dst, values[r * cols + c]);
+                }
+            }
+            EXPECT_TRUE(near(floatsOf(*d), expected, tolerance(dst), 0.0f));
+        }
+    }
+}
+
+/** out[r][h] of attention over position-major caches, in double. */
+std::vector<float>
+hostAttention(const std::vector<float>& q,
+              const std::vector<float>& k,
+              const std::vector<float>& v,
+              const std::vector<uint32_t>& positions,
+              const kp::AttentionParams& p)
+{
+    uint32_t D = p.headDim;
+    uint32_t group = p.heads / p.kvHeads;
+    uint32_t kvStride = p.kvRowStride == 0 ? p.kvHeads * D : p.kvRowStride;
+    double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D));
+    std::vector<float> out(size_t(p.rows) * p.heads * D);
+    for (uint32_t r = 0; r < p.rows; ++r) {
+        uint32_t last = std::min(positions[p.causal ? r : p.rows - 1], p.kvCapacity - 1);
+        for (uint32_t h = 0; h < p.heads; ++h) {
+            uint32_t g = h / group;
+            std::vector<double> s(last + 1);
+            double m = -INFINITY;
+            for (uint32_t j = 0; j <= last; ++j) {
+                double dot = 0;
+                for (uint32_t d = 0; d < D; ++d) {
+                    dot += double(q[(size_t(r) * p.heads + h) * D + d]) * k[p.kvOffset + size_t(j) * kvStride + g * D + d];
+                }
+                s[j] = dot * scale;
+                m = std::max(m, s[j]);
+            }
+            double sum = 0;
+            for (double& e : s) {
+                e = std::exp(e - m);
+                sum += e;
+            }
+            for (uint32_t d = 0; d < D; ++d) {
+                double acc = 0;
+                for (uint32_t j = 0; j <= last; ++j) {
+                    acc += s[j] * v[p.kvOffset + size_t(j) * kvStride + g * D + d];
+                }
+                out[(size_t(r) * p.heads + h) * D + d] = float(acc / sum);
+            }
+        }
+    }
+    return out;
+}
+
+struct AttentionCase
+{
+    const char* name;
+    uint32_t rows, heads, kvHeads, headDim, capacity;
+    std::vector<uint32_t> positions;
+    bool causal;
+    kp::AttentionPath path;
+};
+
+TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
+{
+    const std::vector<AttentionCase> cases = {
+        { "decode, one position", 1, 4, 2, 8, 40, { 0 }, true, kp::AttentionPath::eAuto },
+        { "decode, GQA, chunks", 1, 8, 2, 32, 300, { 263 }, true, kp::AttentionPath::eAuto },
+        { "decode, MHA, last position", 2, 2, 2, 64, 70, { 68, 69 }, true, kp::AttentionPath::eDecode },
+        { "decode, clamped position", 1, 2, 1, 16, 20, { 500 }, true, kp::AttentionPath::eDecode },
+        { "decode, not causal", 3, 4, 4, 8, 50, { 10, 20, 30 }, false, kp::AttentionPath::eDecode },
+        { "prefill, causal", 21, 4, 2, 16, 64, {}, true, kp::AttentionPath::eAuto },
+        { "prefill, head 128, after a past", 17, 2, 1, 128, 100, {}, true, kp::AttentionPath::ePrefill },
+        { "prefill, not causal", 9, 3, 1, 12, 30, {}, false, kp::AttentionPath::ePrefill },
+        { "prefill on the decode path", 9, 4, 2, 8, 30, {}, true, kp::AttentionPath::eDecode },
+    };
+    for (DataTypes cacheType : { DataTypes::eHalf, DataTypes::eFloat }) {
+        for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
+            for (const auto& c : cases) {
+                bool decode = c.path == kp::AttentionPath::eDecode || (c.path == kp::AttentionPath::eAuto && c.rows <= 4);
+                if (disabled != nullptr && !decode) {
+                    continue; // the prefill kernel has no subgroup variant
+                }
+                SCOPED_TRACE(std::string(c.name) + " " + shortName(cacheType) + (disabled ? " shared-memory" : ""));
+                kp::AttentionParams p;
+                p.rows = c.rows;
+                p.heads = c.heads;
+                p.kvHeads = c.kvHeads;
+                p.headDim = c.headDim;
+                p.kvCapacity = c.capacity;
+                p.causal = c.causal;
+                p.path = c.path;
+                p.kvOffset = 3;
+                p.kvRowStride = c.kvHeads * c.headDim + 4;
+                std::vector<uint32_t> positions = c.positions;
+                if (positions.empty()) { // prefill after a past of 5 positions
+                    for (uint32_t r = 0; r < c.rows; ++r) {
+                        positions.push_back(5 + r);
+                    }
+                }
+                uint32_t kvStride = p.kvRowStride;
+                auto qv = randomValues(size_t(c.rows) * c.heads * c.headDim, 1, -1.0f, 1.0f);
+                auto kvv = roundTo(cacheType, randomValues(3 + size_t(c.capacity) * kvStride, 2, -1.0f, 1.0f));
+                auto vvv = roundTo(cacheType, randomValues(3 + size_t(c.capacity) * kvStride, 3, -1.0f, 1.0f));
+                // Sharp attention: scaled so that a few positions dominate.
+                p.scale = 2.0f;
+                auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
+                auto k = floatTensor(mgr(), cacheType, kvv);
+                auto v = floatTensor(mgr(), cacheType, vvv);
+                auto pos = mgr().tensorT<uint32_t>(positions);
+                auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
+                std::shared_ptr<kp::OpAttention> op;
+                {
+                    DisablePaths paths(disabled);
+                    op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
+                }
+                EXPECT_EQ(op->path().rfind(decode ? "decode-split" : "prefill-tiled", 0), 0u) << op->path();
+                runOp(mgr(), { q, k, v, pos }, op, { out });
+                auto expected = hostAttention(qv, kvv, vvv, positions, p);
+                EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+            }
+        }
+    }
+}
+
+TEST_F(TransformerKernelTest, ARecordedDecodeStepFollowsThePosition)
+{
+    // The decode loop of an LLM: write K and V of the new token at its
+    // position, attend, repeat, with one recorded sequence and the position
+    // changed on the host before each eval.
+    uint32_t heads = 4, kvHeads = 2, D = 16, capacity = 64;
+    kp::AttentionParams p;
+    p.heads = heads;
+    p.kvHeads = kvHeads;
+    p.headDim = D;
+    p.kvCapacity = capacity;
+    auto q = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
+    auto kNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
+    auto vNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
+    auto position = mgr().tensorT<uint32_t>(std::vector<uint32_t>{ 0 }, MemoryTypes::eDeviceAndHost);
+    auto kCache = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(capacity * kvHeads * D, 0.0f));
+    auto vCache = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(capacity * kvHeads * D, 0.0f));
+    auto out = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
+    kp::SetRowsParams write;
+    write.cols = kvHeads * D;
+    auto seq = mgr().sequence();
+    seq->record<kp::OpSetRows>({ kNew, kCache, position }, write)
+      ->record<kp::OpSetRows>({ vNew, vCache, position }, write)
+      ->record<kp::OpAttention>({ q, kCache, vCache, position, out }, p);
+    std::vector<float> kHost, vHost;
+    for (uint32_t step = 0; step < 20; ++step) {
+        auto qv = randomValues(heads * D, 10 + step);
+        auto kv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 100 + step));
+        auto vv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 200 + step));
+        q->setData(qv);
+        kNew->setData(kv);
+        vNew->setData(vv);
+        position->setData(std::vector<uint32_t>{ step });
+        kHost.insert(kHost.end(), kv.begin(), kv.end());
+        vHost.insert(vHost.end(), vv.begin(), vv.end());
+        seq->eval();
+        p.rows = 1;
+        auto expected = hostAttention(qv, kHost, vHost, { step }, p);
+        ASSERT_TRUE(near(out->vector(), expected, 2e-4f)) << "step " << step;
+    }
+}
+
+TEST_F(TransformerKernelTest, BadInputIsAClearError)
+{
+    auto q = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(64, 0.0f));
+    auto cache = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(256, 0.0f));
+    auto cache32 = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(256, 0.0f));
+    auto pos = mgr().tensorT<uint32_t>(std::vector<uint32_t>{ 0 });
+    auto posInt = mgr().tensorT<int32_t>(std::vector<int32_t>{ 0 });
+    auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(64, 0.0f));
+    kp::AttentionParams p;
+    p.heads = 4;
+    p.kvHeads = 2;
+    p.headDim = 16;
+    p.kvCapacity = 8;
+    EXPECT_NO_THROW(kp::OpAttention({ q, cache, cache, pos, out }, p));
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache32, pos, out }, p); }, { "OpAttention", "'kCache' (eHalf)", "'vCache' (eFloat)" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, posInt, out }, p); }, { "'positions' holds eInt" }));
+    kp::AttentionParams badGroup = p;
+    badGroup.kvHeads = 3;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, badGroup); }, { "kvHeads = 3 must divide heads = 4" }));
+    kp::AttentionParams big = p;
+    big.kvCapacity = 9;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, big); }, { "'kCache' has 256 elements", "9 positions" }));
+    kp::AttentionParams twoRows = p;
+    twoRows.rows = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, twoRows); }, { "'q' has 64 elements" }));
+    kp::AttentionParams odd = p;
+    odd.headDim = 6;
+    odd.heads = 2;
+    odd.kvHeads = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, odd); }, { "headDim = 6 must be a multiple of 4" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache32, cache32, pos, cache32 }, p); }, { "out must not be a cache" }));
+
+    kp::RoPEParams rope;
+    rope.rows = 1;
+    rope.heads = 4;
+    rope.headDim = 16;
+    EXPECT_NO_THROW(kp::OpRoPE({ q, pos, q }, rope));
+    kp::RoPEParams oddRope = rope;
+    oddRope.ropeDims = 5;
+    EXPECT_TRUE(throwsWith([&] { kp::OpRoPE({ q, pos, q }, oddRope); }, { "OpRoPE", "ropeDims = 5 must be even" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpRoPE({ q, q, q }, rope); }, { "'positions' holds eFloat", "eUnsignedInt" }));
+    kp::RoPEParams tall = rope;
+    tall.rows = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpRoPE({ q, pos, q }, tall); }, { "'x' has 64 elements" }));
+
+    kp::SetRowsParams set;
+    set.cols = 64;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSetRows({ q, q, pos }, set); }, { "OpSetRows", "different tensors" }));
+    kp::SetRowsParams wide;
+    wide.cols = 300;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSetRows({ q, cache, pos }, wide); }, { "'src' has 64 elements" }));
+    auto bf = floatTensor(mgr(), DataTypes::eBFloat16, std::vector<float>(64, 0.0f));
+    EXPECT_TRUE(throwsWith([&] { kp::OpSetRows({ bf, cache, pos }, set); }, { "src must be f32 or f16" }));
+
+    auto other = makeManager();
+    auto foreign = other->tensorT<uint32_t>(std::vector<uint32_t>{ 0 });
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, foreign, out }, p); }, { "'positions' belongs to another Manager" }));
+}
+
+} // namespace
+} // namespace kp_test

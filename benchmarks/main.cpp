@@ -3,7 +3,7 @@
 // the raw-Vulkan baseline measured in the same process) and optionally
 // writes JSON and a plot.
 //
-//   kompute-bench [--quick] [--repetitions N] [--filter TEXT]
+//   kompute-bench [--quick] [--repetitions N] [--filter TEXT[,TEXT...]]
 //                 [--device N] [--json FILE] [--plot FILE.png]
 //
 // Case (i) also runs a Python interpreter: KOMPUTE_BENCH_PYTHON and
@@ -125,10 +125,33 @@ printTable(const bench::Measurements& measurements)
     }
 }
 
+/** Whether a case runs under --filter: a comma-separated list of
+ * substrings of case names, any of which selects a case (empty: all). */
+bool
+matchesFilter(const std::string& name, const std::string& filter)
+{
+    if (filter.empty()) {
+        return true;
+    }
+    size_t start = 0;
+    while (start <= filter.size()) {
+        size_t end = filter.find(',', start);
+        std::string part = filter.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (!part.empty() && name.find(part) != std::string::npos) {
+            return true;
+        }
+        if (end == std::string::npos) {
+            break;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
 int
 usage()
 {
-    std::cerr << "usage: kompute-bench [--quick] [--repetitions N] [--filter TEXT] [--device N] "
+    std::cerr << "usage: kompute-bench [--quick] [--repetitions N] [--filter TEXT[,TEXT...]] [--device N] "
                  "[--json FILE] [--plot FILE.png] [--list]\n";
     return 2;
 }
@@ -187,7 +210,7 @@ main(int argc, char** argv)
     bench::Context context(options, manager);
     int failures = 0;
     for (const auto& c : bench::cases()) {
-        if (!options.filter.empty() && c.name.find(options.filter) == std::string::npos) {
+        if (!matchesFilter(c.name, options.filter)) {
             continue;
         }
         std::cout << "running " << c.name << ": " << c.description << std::endl;

@@ -43,8 +43,11 @@ function(vulkan_compile_shader)
         get_filename_component(dependency "${dependency}" ABSOLUTE)
         list(APPEND depends "${dependency}")
     endforeach()
+    get_filename_component(spvDir "${spv}" DIRECTORY)
     add_custom_command(
         OUTPUT "${output}"
+        # Ninja makes the output's folder, Make does not.
+        COMMAND "${CMAKE_COMMAND}" -E make_directory "${spvDir}"
         COMMAND "${GLSLANG_VALIDATOR}" -V --target-env vulkan1.1 ${defines} -o "${spv}" "${input}"
         COMMAND "${CMAKE_COMMAND}" -DINPUT=${spv} -DOUTPUT=${output}
                 -DNAMESPACE=${SHADER_NAMESPACE} -DSYMBOL=${symbol}

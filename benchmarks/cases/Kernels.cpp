@@ -277,8 +277,23 @@ BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, con
     gbs.notes["moved"] = "K and V caches read once (2 x context x 8 x 128 x 2 bytes)";
     gbs.notes["path"] = op->path();
     gbs.notes["check"] = "ok";
-    measureOp(context, gbs, op, 2.0 * cacheElements * sizeof(kp::float16_t));
+    double kvBytes = 2.0 * cacheElements * sizeof(kp::float16_t);
+    measureOp(context, gbs, op, kvBytes);
     addShare(context, "attention", variant, gbs);
+    // The decode path's chunk sizes (cache positions per workgroup), for
+    // choosing the automatic one; each is checked like the default.
+    if (!context.quick()) {
+        for (uint32_t chunk : { 16u, 32u, 64u, 128u, 256u }) {
+            kp::AttentionParams chunked = params;
+            chunked.decodeChunk = chunk;
+            auto chunkOp = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, chunked);
+            mgr.sequence()->record(chunkOp)->record<kp::OpSyncLocal>({ out })->eval();
+            expectClose(out->vector(), expected, 1e-4, "attention decode, chunks of " + std::to_string(chunk));
+            auto& m = context.add("attention", variant + "_chunk" + std::to_string(chunk), "GB/s", true);
+            m.notes["check"] = "ok";
+            measureOp(context, m, chunkOp, kvBytes);
+        }
+    }
 }
 
 } // namespace bench

@@ -364,10 +364,11 @@ bindTransformer(nb::module_& m)
         [](OpAttention* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t kvHeads,
            uint32_t headDim, uint32_t kvCapacity, float scale, bool causal, uint32_t kvRowStride, uint64_t kvOffset,
            uint32_t qRowStride, uint32_t outRowStride, uint64_t qOffset, uint64_t outOffset, uint64_t positionsOffset,
-           AttentionPath path) {
+           AttentionPath path, uint32_t decodeChunk) {
             construct(self, tensors,
                       AttentionParams{ rows, heads, kvHeads, headDim, kvCapacity, scale, causal, kvRowStride, kvOffset,
-                                       qRowStride, outRowStride, qOffset, outOffset, positionsOffset, path });
+                                       qRowStride, outRowStride, qOffset, outOffset, positionsOffset, path,
+                                       decodeChunk });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -386,8 +387,10 @@ bindTransformer(nb::module_& m)
         "out_offset"_a = 0,
         "positions_offset"_a = 0,
         "path"_a = AttentionPath::eAuto,
+        "decode_chunk"_a = 0,
         keepGil,
-        "tensors: [q, k_cache, v_cache, positions, out].");
+        "tensors: [q, k_cache, v_cache, positions, out]. decode_chunk: cache positions per workgroup on "
+        "the decode path (a power of two from 16 to 256; 0: chosen from the shape).");
 }
 
 } // namespace

@@ -102,6 +102,27 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
     assert_near(out.data(), expected.ravel(), 2e-4)
 
 
+@pytest.mark.parametrize("chunk", [16, 64, 256])
+def test_decode_chunk_sizes(mgr, chunk):
+    heads, kv_heads, d, capacity = 4, 2, 16, 600
+    rng = np.random.default_rng(chunk)
+    q_values = rng.uniform(-1, 1, (1, heads, d)).astype(np.float32)
+    k_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    v_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    q = mgr.tensor(q_values.ravel())
+    k = tensor_of(mgr, "float16", k_values.ravel())
+    v = tensor_of(mgr, "float16", v_values.ravel())
+    pos = mgr.tensor_t(np.array([577], dtype=np.uint32))
+    out = mgr.tensor(np.zeros(q_values.size))
+    run(mgr, [q, k, v, pos], kp.OpAttention([q, k, v, pos, out], heads=heads, kv_heads=kv_heads, head_dim=d,
+                                            kv_capacity=capacity, decode_chunk=chunk), [out])
+    expected = attention_reference(q_values, k_values, v_values, [577], True, heads // kv_heads)
+    assert_near(out.data(), expected.ravel(), 2e-4)
+    with pytest.raises(kp.Error, match="decodeChunk = 48"):
+        kp.OpAttention([q, k, v, pos, out], heads=heads, kv_heads=kv_heads, head_dim=d, kv_capacity=capacity,
+                       decode_chunk=48)
+
+
 def test_recorded_decode_step_follows_the_position(mgr):
     heads, kv_heads, d, capacity = 4, 1, 16, 32
     rng = np.random.default_rng(5)

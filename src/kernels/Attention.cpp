@@ -113,6 +113,11 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         uint64_t wanted = uint64_t(p.kvCapacity) * p.rows * p.kvHeads / kDecodeTargetGroups;
         uint32_t chunk = std::min<uint32_t>(256, std::max<uint32_t>(16, floorPow2(std::max<uint64_t>(wanted, 1))));
         auto sharedBytes = [&](uint32_t c) { return (uint64_t(group) * p.headDim + uint64_t(group) * c + 2 * local) * 4; };
+        if (p.decodeChunk != 0) {
+            check.require(p.decodeChunk >= 16 && p.decodeChunk <= 256 && (p.decodeChunk & (p.decodeChunk - 1)) == 0,
+                          format("decodeChunk = {} must be 0 or a power of two from 16 to 256", p.decodeChunk));
+            chunk = p.decodeChunk;
+        }
         while (chunk > 16 && sharedBytes(chunk) > caps.maxSharedBytes) {
             chunk /= 2;
         }

@@ -151,6 +151,7 @@ struct AttentionCase
     std::vector<uint32_t> positions;
     bool causal;
     kp::AttentionPath path;
+    uint32_t decodeChunk = 0;
 };
 
 TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
@@ -165,6 +166,8 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
         { "prefill, head 128, after a past", 17, 2, 1, 128, 100, {}, true, kp::AttentionPath::ePrefill },
         { "prefill, not causal", 9, 3, 1, 12, 30, {}, false, kp::AttentionPath::ePrefill },
         { "prefill on the decode path", 9, 4, 2, 8, 30, {}, true, kp::AttentionPath::eDecode },
+        { "decode, chunks of 16", 1, 4, 1, 16, 100, { 90 }, true, kp::AttentionPath::eDecode, 16 },
+        { "decode, chunks of 256", 1, 4, 1, 16, 700, { 650 }, true, kp::AttentionPath::eDecode, 256 },
     };
     for (DataTypes cacheType : { DataTypes::eHalf, DataTypes::eFloat }) {
         for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
@@ -182,6 +185,7 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
                 p.kvCapacity = c.capacity;
                 p.causal = c.causal;
                 p.path = c.path;
+                p.decodeChunk = c.decodeChunk;
                 p.kvOffset = 3;
                 p.kvRowStride = c.kvHeads * c.headDim + 4;
                 std::vector<uint32_t> positions = c.positions;
@@ -288,6 +292,9 @@ TEST_F(TransformerKernelTest, BadInputIsAClearError)
     odd.kvHeads = 2;
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, odd); }, { "headDim = 6 must be a multiple of 4" }));
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache32, cache32, pos, cache32 }, p); }, { "out must not be a cache" }));
+    kp::AttentionParams chunk = p;
+    chunk.decodeChunk = 48;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, chunk); }, { "decodeChunk = 48 must be 0 or a power of two" }));
 
     kp::RoPEParams rope;
     rope.rows = 1;

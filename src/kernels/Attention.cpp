@@ -125,7 +125,16 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                       format("heads / kvHeads = {} query heads of {} values need more shared memory than '{}' has "
                              "({} bytes)",
                              group, p.headDim, caps.deviceName, caps.maxSharedBytes));
-        uint32_t splits = (p.kvCapacity + chunk - 1) / chunk;
+        // The combine keeps one weight per chunk in shared memory.
+        auto splitsOf = [&](uint32_t c) { return (p.kvCapacity + c - 1) / c; };
+        while (chunk < 256 && uint64_t(splitsOf(chunk)) * 4 + 64 > caps.maxSharedBytes) {
+            chunk *= 2;
+        }
+        check.require(sharedBytes(chunk) <= caps.maxSharedBytes &&
+                        uint64_t(splitsOf(chunk)) * 4 + 64 <= caps.maxSharedBytes,
+                      format("kvCapacity = {} is more than the decode path handles on '{}' ({} chunks of {})",
+                             p.kvCapacity, caps.deviceName, splitsOf(chunk), chunk));
+        uint32_t splits = splitsOf(chunk);
         uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 2);
         check.require(scratchElements * 4 <= check.device()->properties().limits.maxStorageBufferRange &&
                         scratchElements <= UINT32_MAX,
@@ -152,7 +161,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         addDispatch(kernels::buildAlgorithm(check.device(), { mScratch, tensors[4] },
                                             kernels::builtinSpirv("attention_combine"),
                                             kernels::grid(uint64_t(p.rows) * p.heads, caps, "OpAttention"),
-                                            { combineLocal, p.headDim }, combinePush));
+                                            { combineLocal, p.headDim, splits }, combinePush));
         setPath(std::string("decode-split-") + reduction.name);
         return;
     }

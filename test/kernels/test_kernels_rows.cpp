@@ -76,7 +76,7 @@ TEST_P(RowKernelTest, ReduceOverEveryTypeAndShape)
                     reduce = std::make_shared<kp::OpReduce>(Tensors{ x, y }, params);
                 }
                 expectPath(*reduce);
-                runOp(mgr(), { x }, reduce, { y });
+                runOp(mgr(), { x, y }, reduce, { y }); // y too: its element 0 must stay 77
                 for (uint32_t r = 0; r < shape.rows; ++r) {
                     const float* row = values.data() + offset + r * stride;
                     double sum = 0;

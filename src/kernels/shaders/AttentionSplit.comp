@@ -81,10 +81,17 @@ void main()
         }
         if (j < chunkLength) {
             uint kBase = p.kvOffset + (chunkStart + j) * p.kvRowStride + kvHead * HEAD_DIM;
-            for (uint d = 0; d < HEAD_DIM; ++d) {
-                float kd = LOAD(KV_TYPE, k, kBase + d);
-                for (uint h = 0; h < GROUP; ++h) {
-                    acc[h] += queries[h * HEAD_DIM + d] * kd;
+            // 4 values per step (HEAD_DIM is a multiple of 4): loads issued
+            // together, not one round trip each.
+            for (uint d = 0; d < HEAD_DIM; d += 4) {
+                float kd[4];
+                for (uint u = 0; u < 4; ++u) {
+                    kd[u] = LOAD(KV_TYPE, k, kBase + d + u);
+                }
+                for (uint u = 0; u < 4; ++u) {
+                    for (uint h = 0; h < GROUP; ++h) {
+                        acc[h] += queries[h * HEAD_DIM + d + u] * kd[u];
+                    }
                 }
             }
         }
@@ -122,8 +129,23 @@ void main()
         for (uint h = 0; h < GROUP; ++h) {
             acc[h] = 0.0;
         }
-        for (uint j = 0; j < chunkLength; ++j) {
-            float vd = LOAD(KV_TYPE, v, p.kvOffset + (chunkStart + j) * p.kvRowStride + kvHead * HEAD_DIM + d);
+        uint vBase = p.kvOffset + chunkStart * p.kvRowStride + kvHead * HEAD_DIM + d;
+        uint j = 0;
+        // 8 positions per step: 8 loads in flight per invocation (one at a
+        // time left the H200 waiting on memory latency).
+        for (; j + 8 <= chunkLength; j += 8) {
+            float vd[8];
+            for (uint u = 0; u < 8; ++u) {
+                vd[u] = LOAD(KV_TYPE, v, vBase + (j + u) * p.kvRowStride);
+            }
+            for (uint u = 0; u < 8; ++u) {
+                for (uint h = 0; h < GROUP; ++h) {
+                    acc[h] += scores[h * CHUNK + j + u] * vd[u];
+                }
+            }
+        }
+        for (; j < chunkLength; ++j) {
+            float vd = LOAD(KV_TYPE, v, vBase + j * p.kvRowStride);
             for (uint h = 0; h < GROUP; ++h) {
                 acc[h] += scores[h * CHUNK + j] * vd;
             }

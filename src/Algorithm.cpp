@@ -439,6 +439,19 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
     mPushConstants = std::move(newPush);
     mDeclaredPushConstantBytes = module.pushConstantBytes.value_or(0);
     mWorkgroup = resolved;
+    mBindingAccess.assign(mMemObjects.size(),
+                          vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+    for (const auto& binding : module.bindings) {
+        if (binding.binding < mBindingAccess.size()) {
+            vk::AccessFlags& access = mBindingAccess[binding.binding];
+            if (binding.nonWritable) {
+                access &= ~vk::AccessFlags(vk::AccessFlagBits::eShaderWrite);
+            }
+            if (binding.nonReadable) {
+                access &= ~vk::AccessFlags(vk::AccessFlagBits::eShaderRead);
+            }
+        }
+    }
 
     vk::Device device = mDevice->device();
     auto objects = std::make_unique<internal::AlgorithmObjects>();
@@ -741,6 +754,18 @@ Algorithm::clearConstants()
     mSpecializationConstants = ConstantBytes{};
     mPushConstants = ConstantBytes{};
     mDeclaredPushConstantBytes = 0;
+}
+
+vk::AccessFlags
+Algorithm::getBindingAccess(uint32_t binding) const
+{
+    if (binding >= mBindingAccess.size()) {
+        throw Error(format("Algorithm::getBindingAccess: binding {} is out of range; the "
+                           "algorithm has {} binding(s)",
+                           binding,
+                           mBindingAccess.size()));
+    }
+    return mBindingAccess[binding];
 }
 
 } // namespace kp

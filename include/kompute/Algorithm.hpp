@@ -216,6 +216,11 @@ class Algorithm
     /** Throws kp::DestroyedError naming `action` unless the algorithm and
      * all its memory objects are alive. */
     void checkUsable(const char* action) const;
+    /** How the shader accesses the memory object at `binding` (ours):
+     * eShaderRead and/or eShaderWrite. A binding decorated NonWritable
+     * (GLSL `readonly`) is only read, one decorated NonReadable (`writeonly`)
+     * only written; any other is taken as read and written. */
+    vk::AccessFlags getBindingAccess(uint32_t binding) const;
 
   private:
     static std::shared_ptr<internal::Device> contextOf(
@@ -231,6 +236,7 @@ class Algorithm
     ConstantBytes mSpecializationConstants;
     ConstantBytes mPushConstants;
     uint32_t mDeclaredPushConstantBytes = 0;
+    std::vector<vk::AccessFlags> mBindingAccess; // by binding, from the SPIR-V
     Workgroup mWorkgroup{ 1, 1, 1 };
     uint64_t mGeneration = 0;
     bool mRegistered = false; // in the device's registry of live objects

@@ -31,12 +31,16 @@ struct Decorations
     std::optional<uint32_t> arrayStride;
     bool block = false;
     bool bufferBlock = false;
+    bool nonWritable = false;
+    bool nonReadable = false;
 };
 
 struct MemberDecorations
 {
     std::optional<uint32_t> offset;
     std::optional<uint32_t> matrixStride;
+    bool nonWritable = false;
+    bool nonReadable = false;
 };
 
 std::string
@@ -104,11 +108,13 @@ class Reader
                 if (n >= 2) decorate(operand[0], static_cast<spv::Decoration>(operand[1]), operand + 2, n - 2);
                 break;
             case spv::OpMemberDecorate:
-                if (n >= 4) {
+                if (n >= 3) {
                     auto& member = mMemberDecorations[operand[0]][operand[1]];
                     auto decoration = static_cast<spv::Decoration>(operand[2]);
-                    if (decoration == spv::DecorationOffset) member.offset = operand[3];
-                    if (decoration == spv::DecorationMatrixStride) member.matrixStride = operand[3];
+                    if (decoration == spv::DecorationOffset && n >= 4) member.offset = operand[3];
+                    if (decoration == spv::DecorationMatrixStride && n >= 4) member.matrixStride = operand[3];
+                    if (decoration == spv::DecorationNonWritable) member.nonWritable = true;
+                    if (decoration == spv::DecorationNonReadable) member.nonReadable = true;
                 }
                 break;
             case spv::OpTypeVoid:
@@ -163,6 +169,12 @@ class Reader
                 break;
             case spv::DecorationBufferBlock:
                 d.bufferBlock = true;
+                break;
+            case spv::DecorationNonWritable:
+                d.nonWritable = true;
+                break;
+            case spv::DecorationNonReadable:
+                d.nonReadable = true;
                 break;
             default:
                 break;
@@ -298,6 +310,27 @@ class Reader
 
     std::string nameOf(uint32_t) const { return {}; }
 
+    // Whether every member of the block `structId` has `flag` (glslang puts
+    // readonly / writeonly of a buffer block on each member).
+    bool allMembers(uint32_t structId, bool MemberDecorations::*flag) const
+    {
+        auto t = mTypes.find(structId);
+        if (t == mTypes.end() || t->second.op != spv::OpTypeStruct || t->second.operands.empty()) {
+            return false;
+        }
+        auto members = mMemberDecorations.find(structId);
+        if (members == mMemberDecorations.end()) {
+            return false;
+        }
+        for (uint32_t m = 0; m < t->second.operands.size(); ++m) {
+            auto it = members->second.find(m);
+            if (it == members->second.end() || !(it->second.*flag)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     ReflectedModule finish()
     {
         for (const auto& variable : mVariables) {
@@ -318,6 +351,8 @@ class Reader
             binding.set = d->second.set.value_or(0);
             binding.binding = *d->second.binding;
             binding.kind = bindingKind(pointee, variable.storageClass, &binding.count);
+            binding.nonWritable = d->second.nonWritable || allMembers(pointee, &MemberDecorations::nonWritable);
+            binding.nonReadable = d->second.nonReadable || allMembers(pointee, &MemberDecorations::nonReadable);
             mModule.bindings.push_back(binding);
         }
         std::sort(mModule.bindings.begin(), mModule.bindings.end(), [](const auto& a, const auto& b) {

@@ -34,6 +34,10 @@ struct ReflectedBinding
     /** Number of descriptors (arrays of resources have more than one). */
     uint32_t count = 1;
     std::string name;
+    /** Decorated NonWritable (GLSL readonly): the shader only reads it. */
+    bool nonWritable = false;
+    /** Decorated NonReadable (GLSL writeonly): the shader only writes it. */
+    bool nonReadable = false;
 };
 
 /** A scalar type as SPIR-V declares it. */

@@ -12,7 +12,23 @@ namespace kp {
 namespace internal {
 
 /** Throws kp::VulkanError naming the result and `action` unless the
- * result is eSuccess. */
+ * result is eSuccess. The message is made only then: a literal `action`
+ * costs nothing on success (no std::string is built), which matters on the
+ * paths that run at every evaluation. */
+inline void
+check(vk::Result result, const char* action)
+{
+    if (result != vk::Result::eSuccess) {
+        throw VulkanError(result, action);
+    }
+}
+
+inline void
+check(VkResult result, const char* action)
+{
+    check(static_cast<vk::Result>(result), action);
+}
+
 inline void
 check(vk::Result result, const std::string& action)
 {

@@ -863,4 +863,22 @@ Manager::usesStagingForDeviceMemory() const
     return device()->stagingForDeviceMemory();
 }
 
+void
+Manager::setWaitStrategy(WaitStrategy strategy, uint64_t autoSpinLimitNs)
+{
+    device()->waitSettings().set(strategy, autoSpinLimitNs);
+}
+
+WaitStrategy
+Manager::getWaitStrategy() const
+{
+    return device()->waitSettings().strategy();
+}
+
+uint64_t
+Manager::getAutoSpinLimitNs() const
+{
+    return device()->waitSettings().spinLimitNs();
+}
+
 } // namespace kp

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "internal/Wait.hpp"
+
 using namespace kp_test;
 
 namespace {
@@ -471,4 +473,154 @@ TEST_F(SequenceTest, TimestampsAreNotReadyBeforeAnEvaluation)
     EXPECT_THROW(sequence->getTimestamps(), kp::Error); // still running
     sequence->evalAwait();
     EXPECT_EQ(sequence->getTimestamps().size(), 2u);
+}
+
+// --- Wait strategy (ours) ------------------------------------------------------
+
+namespace {
+
+const kp::WaitStrategy kStrategies[] = { kp::WaitStrategy::eAuto,
+                                         kp::WaitStrategy::eSpin,
+                                         kp::WaitStrategy::eBlock };
+
+const char*
+strategyName(kp::WaitStrategy strategy)
+{
+    switch (strategy) {
+        case kp::WaitStrategy::eSpin: return "spin";
+        case kp::WaitStrategy::eBlock: return "block";
+        default: return "auto";
+    }
+}
+
+} // namespace
+
+TEST_F(SequenceTest, WaitStrategyDefaultsToAutoAndCanBeChanged)
+{
+    kp_test::ScopedEnv unset("KOMPUTE_ENV_WAIT", nullptr);
+    kp::Manager manager;
+    EXPECT_EQ(manager.getWaitStrategy(), kp::WaitStrategy::eAuto);
+    EXPECT_EQ(manager.getAutoSpinLimitNs(), kp::Manager::kDefaultAutoSpinLimitNs);
+    manager.setWaitStrategy(kp::WaitStrategy::eSpin);
+    EXPECT_EQ(manager.getWaitStrategy(), kp::WaitStrategy::eSpin);
+    manager.setWaitStrategy(kp::WaitStrategy::eAuto, 5000);
+    EXPECT_EQ(manager.getWaitStrategy(), kp::WaitStrategy::eAuto);
+    EXPECT_EQ(manager.getAutoSpinLimitNs(), 5000u);
+    EXPECT_THROW(manager.setWaitStrategy(static_cast<kp::WaitStrategy>(7)), kp::Error);
+    EXPECT_EQ(manager.getWaitStrategy(), kp::WaitStrategy::eAuto);
+}
+
+TEST_F(SequenceTest, KomputeEnvWaitChoosesTheStrategyOfNewManagers)
+{
+    for (kp::WaitStrategy strategy : kStrategies) {
+        kp_test::ScopedEnv env("KOMPUTE_ENV_WAIT", strategyName(strategy));
+        kp::Manager manager;
+        EXPECT_EQ(manager.getWaitStrategy(), strategy) << strategyName(strategy);
+    }
+    kp_test::ScopedEnv env("KOMPUTE_ENV_WAIT", "sometimes");
+    try {
+        kp::Manager manager;
+        ADD_FAILURE() << "KOMPUTE_ENV_WAIT=sometimes was accepted";
+    } catch (const kp::Error& error) {
+        EXPECT_NE(std::string(error.what()).find("KOMPUTE_ENV_WAIT"), std::string::npos)
+          << error.what();
+    }
+}
+
+TEST_F(SequenceTest, EveryWaitStrategyGivesTheResults)
+{
+    auto algorithm = mgr().algorithm();
+    std::vector<float> numbers = { 1, -2, 3.5f, 4, 5, 6, 7, 8 };
+    auto input = mgr().tensorT<float>(numbers, MemoryTypes::eHost);
+    for (kp::WaitStrategy strategy : kStrategies) {
+        SCOPED_TRACE(strategyName(strategy));
+        mgr().setWaitStrategy(strategy);
+        auto product = mgr().tensorT<float>(std::vector<float>(kCount, 0.0f), MemoryTypes::eHost);
+        // eval() of a recorded batch, several times (eAuto learns from them).
+        auto sequence = mgr().sequence();
+        sequence->record<kp::OpMult>({ input, input, product }, algorithm);
+        for (int i = 0; i < 3; ++i) {
+            product->setData(std::vector<float>(kCount, 0.0f));
+            sequence->eval();
+            std::vector<float> squares = product->vector();
+            for (uint32_t j = 0; j < kCount; ++j) {
+                EXPECT_EQ(squares[j], numbers[j] * numbers[j]) << j;
+            }
+        }
+        // evalAsync + evalAwait, and the one-liner.
+        sequence->evalAsync(copyOp(a, b));
+        sequence->evalAwait();
+        EXPECT_TRUE(sameElements(b->vector(), values));
+        mgr().sequence()->record(copyOp(b, c))->eval();
+        EXPECT_TRUE(sameElements(c->vector(), values));
+    }
+}
+
+TEST_F(SequenceTest, EvalAwaitTimeoutBoundsEveryWaitStrategy)
+{
+    auto work = heavyWork();
+    auto sequence = mgr().sequence();
+    sequence->record<kp::OpCopy>(work.copyList);
+    for (kp::WaitStrategy strategy : kStrategies) {
+        SCOPED_TRACE(strategyName(strategy));
+        mgr().setWaitStrategy(strategy);
+        // A 1 us timeout returns before 192 MiB of copies are done, polling
+        // or not (a few attempts, in case the device is that fast once).
+        bool sawTimeout = false;
+        for (int attempt = 0; attempt < 5 && !sawTimeout; ++attempt) {
+            work.lastTarget->setData(std::vector<uint32_t>(work.pattern.size(), 0u));
+            sequence->evalAsync();
+            sequence->evalAwait(1000);
+            sawTimeout = sequence->isRunning();
+            sequence->evalAwait();
+            EXPECT_FALSE(sequence->isRunning());
+            EXPECT_TRUE(work.lastTarget->vector() == work.pattern);
+        }
+        EXPECT_TRUE(sawTimeout);
+    }
+}
+
+TEST(WaitBudget, EachStrategyPollsAsDocumented)
+{
+    using kp::internal::spinBudgetNs;
+    kp_test::ScopedEnv unset("KOMPUTE_ENV_WAIT", nullptr);
+    kp::internal::WaitSettings gpu(false, false);
+    kp::internal::WaitSettings cpu(true, false);
+    kp::internal::WaitHistory fresh;
+
+    gpu.set(kp::WaitStrategy::eBlock, 100'000);
+    EXPECT_EQ(spinBudgetNs(fresh, gpu, UINT64_MAX), 0u);
+    gpu.set(kp::WaitStrategy::eSpin, 100'000);
+    EXPECT_EQ(spinBudgetNs(fresh, gpu, UINT64_MAX), UINT64_MAX); // until done
+    EXPECT_EQ(spinBudgetNs(fresh, gpu, 3000), 3000u);            // or the timeout
+    cpu.set(kp::WaitStrategy::eAuto, 100'000);
+    EXPECT_EQ(spinBudgetNs(fresh, cpu, UINT64_MAX), 0u); // CPU drivers block at once
+
+    gpu.set(kp::WaitStrategy::eAuto, 100'000);
+    // Nothing learnt yet: up to the limit.
+    EXPECT_EQ(spinBudgetNs(fresh, gpu, UINT64_MAX), 100'000u);
+    // Short work: 1.5 times its duration plus a margin.
+    kp::internal::WaitHistory shortWork;
+    auto now = kp::internal::WaitClock::now();
+    for (int i = 0; i < 8; ++i) {
+        shortWork.submittedAt = now - std::chrono::microseconds(10);
+        kp::internal::learn(shortWork, now);
+    }
+    EXPECT_EQ(spinBudgetNs(shortWork, gpu, UINT64_MAX), 20'000u);
+    // One slow submission does not turn polling off.
+    shortWork.submittedAt = now - std::chrono::milliseconds(5);
+    kp::internal::learn(shortWork, now);
+    EXPECT_EQ(spinBudgetNs(shortWork, gpu, UINT64_MAX), 20'000u);
+    // Work longer than the limit blocks at once.
+    kp::internal::WaitHistory longWork;
+    for (int i = 0; i < 3; ++i) {
+        longWork.submittedAt = now - std::chrono::milliseconds(2);
+        kp::internal::learn(longWork, now);
+    }
+    EXPECT_EQ(spinBudgetNs(longWork, gpu, UINT64_MAX), 0u);
+    // Work close to the limit polls no longer than the limit.
+    kp::internal::WaitHistory nearLimit;
+    nearLimit.submittedAt = now - std::chrono::microseconds(90);
+    kp::internal::learn(nearLimit, now);
+    EXPECT_EQ(spinBudgetNs(nearLimit, gpu, UINT64_MAX), 100'000u);
 }

@@ -35,4 +35,24 @@ using Workgroup = std::array<uint32_t, 3>;
 /** Legacy alias, unused by the current API. */
 using Constants = std::vector<float>;
 
+/**
+ * How Sequence::eval(), evalAwait() and the one-liner wait for the device
+ * (ours; Manager::setWaitStrategy, or KOMPUTE_ENV_WAIT=auto|spin|block).
+ */
+enum class WaitStrategy
+{
+    /** Polls for a short time adapted to the sequence's recent durations
+     * (at most the Manager's spin limit), then blocks in the driver. Work
+     * that recently took longer than the limit blocks at once. The
+     * default; on CPU drivers (lavapipe) it blocks at once, since a polling
+     * thread takes a core from the device itself. */
+    eAuto = 0,
+    /** Polls until the work is done (or the timeout): the lowest latency,
+     * one CPU core busy for the whole wait. */
+    eSpin = 1,
+    /** Blocks in the driver at once: no CPU time while waiting, plus the
+     * driver's wake-up latency. */
+    eBlock = 2,
+};
+
 } // namespace kp

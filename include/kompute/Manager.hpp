@@ -329,6 +329,21 @@ class Manager
     /** True when eDevice tensors have a staging copy for their host view. */
     bool usesStagingForDeviceMemory() const;
 
+    /**
+     * How the waits of this manager's sequences (eval(), evalAwait(), the
+     * one-liner) wait for the device: see kp::WaitStrategy. The default is
+     * eAuto, or the strategy named by KOMPUTE_ENV_WAIT (auto, spin, block).
+     * `autoSpinLimitNs` is the longest eAuto polls before it blocks.
+     * Takes effect at the next wait, also of existing sequences.
+     */
+    void setWaitStrategy(WaitStrategy strategy,
+                         uint64_t autoSpinLimitNs = kDefaultAutoSpinLimitNs);
+    WaitStrategy getWaitStrategy() const;
+    uint64_t getAutoSpinLimitNs() const;
+    /** eAuto's default spin limit: 100 us, a few times what a blocking
+     * wait adds to a round trip on NVIDIA GPUs (about 20 us). */
+    static constexpr uint64_t kDefaultAutoSpinLimitNs = 100'000;
+
   private:
     /** The device context; throws kp::DestroyedError after destroy(). */
     std::shared_ptr<internal::Device> device() const;

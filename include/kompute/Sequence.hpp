@@ -3,7 +3,9 @@
 // them as one batch on one queue.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -18,6 +20,25 @@ class Algorithm;
 namespace internal {
 class Device;
 struct Queue;
+class BarrierTracker;
+
+/** Returns a tracker to its pool (internal/BarrierTracker.hpp). */
+struct BarrierTrackerRelease
+{
+    void operator()(BarrierTracker* tracker) const;
+};
+
+/** What a sequence remembers of its recent waits, for WaitStrategy::eAuto
+ * (used by internal/Wait.hpp). */
+struct WaitHistory
+{
+    static constexpr size_t kSize = 8;
+    std::chrono::steady_clock::time_point submittedAt{};
+    /** Submission-to-completion times of the latest waits that waited, ns. */
+    std::array<uint64_t, kSize> recentNs{};
+    size_t count = 0;
+    size_t next = 0;
+};
 }
 
 /**
@@ -159,6 +180,18 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     /** The command buffer (ours, to interoperate with host Vulkan code). */
     vk::CommandBuffer getCommandBuffer() const { return mCommandBuffer; }
 
+    /**
+     * Pipeline barriers the sequence recorded between the operations of
+     * the current batch (ours): one before each operation that reads what
+     * an earlier one wrote, or writes what an earlier one read or wrote, and
+     * around operations that declare no accesses (see
+     * OpBase::declareAccesses). Independent operations need none. Not
+     * counted: the barrier at the end of a batch that makes device writes
+     * visible to the host, and barriers operations record themselves
+     * (OpMemoryBarrier).
+     */
+    uint32_t recordedBarrierCount() const;
+
   private:
     class UseGuard;
 
@@ -167,16 +200,35 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     void beginBatch();
     void endBatch();
     void recordOp(const std::shared_ptr<OpBase>& op);
+    /** The checks before recording `op`, and its declared accesses (kept
+     * in the barrier tracker); returns whether it declared them. */
+    bool declareOp(const std::shared_ptr<OpBase>& op);
+    /** Records `op`, declared by declareOp just before. */
+    void recordDeclaredOp(const std::shared_ptr<OpBase>& op, bool declared);
     /** Starts a new batch holding the current operations again. */
     void recordAgain();
     void submit();
     /** Fills the wait arrays of the next submission from mWaits. */
     void collectWaits();
     void await(uint64_t waitFor);
+    /** Notes that a host wait saw the latest submission complete. */
+    void observedCompletion();
+    /** Throws unless every memory object in `accesses` belongs to this
+     * sequence's Manager. */
+    void checkSameManager(const std::vector<MemoryAccess>& accesses) const;
+    /** Whether submissions signal the fence (else only the timeline
+     * semaphore), and waits wait for it. */
+    bool completesByFence() const;
+    /** Whether submission number `value` has completed (one poll). */
+    bool submissionDone(uint64_t value) const;
+    /** Waits in the driver up to `timeoutNs` for submission `value`:
+     * eSuccess or eTimeout; throws on other results. */
+    vk::Result blockOnSubmission(uint64_t value, uint64_t timeoutNs) const;
     void dropOps();
 
     std::shared_ptr<internal::Device> mDevice;
     internal::Queue* mQueue = nullptr;
+    internal::WaitHistory mWaitHistory;
     uint32_t mQueueIndex = 0;
     uint32_t mTotalTimestamps = 0;
 
@@ -186,6 +238,11 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     vk::QueryPool mTimestampPool;
 
     std::vector<std::shared_ptr<OpBase>> mOps;
+    // Where the batch's operations read and write, for its barriers.
+    std::unique_ptr<internal::BarrierTracker, internal::BarrierTrackerRelease> mBarriers;
+    // This sequence's latest submission counts in its queue's
+    // unobservedSubmissions.
+    bool mSubmissionUnobserved = false;
 
     // GPU-side dependencies (waitFor) and the timeline semaphore others
     // wait on. The vectors keep their capacity so a submission does not

@@ -57,6 +57,7 @@ from ._kp import (  # noqa: F401  (re-exported API)
     Shader,
     Tensor,
     VulkanError,
+    WaitStrategy,
 )
 from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     AttentionPath,
@@ -292,6 +293,7 @@ __all__ = [
     "TRACE",
     "Tensor",
     "VulkanError",
+    "WaitStrategy",
     "compile_source",
     "flush_log",
     "get_log_level",

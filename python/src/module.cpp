@@ -24,6 +24,22 @@ namespace {
 const auto releaseGil = nb::call_guard<ReleaseGil>();
 const auto keepGil = nb::call_guard<FlushLog>();
 
+// The Sequence methods that return the sequence for chaining: `work` runs
+// without the GIL, and the Python object called is returned as it is, which
+// spares converting the C++ shared_ptr back (a lookup of its Python object)
+// in every call of an evaluation loop.
+template<typename Work>
+nb::object
+chaining(nb::handle self, Work&& work)
+{
+    kp::Sequence& sequence = nb::cast<kp::Sequence&>(self);
+    {
+        ReleaseGil release;
+        work(sequence);
+    }
+    return nb::borrow(self);
+}
+
 PyObject* gError = nullptr;
 PyObject* gDestroyedError = nullptr;
 PyObject* gVulkanError = nullptr;
@@ -410,6 +426,23 @@ NB_MODULE(_kp, m)
         "An evaluated OpSyncLocal and a copy of the host view into a new numpy array (ours), "
         "overlapped like upload(). The array does not share memory with the tensor.");
 
+    nb::enum_<kp::WaitStrategy>(m,
+                                "WaitStrategy",
+                                "How evaluations wait for the device (ours; see "
+                                "Manager.set_wait_strategy).")
+      .value("auto",
+             kp::WaitStrategy::eAuto,
+             "Polls for a short time adapted to the sequence's recent durations (at most the "
+             "manager's spin limit), then blocks; on CPU drivers it blocks at once (the "
+             "default).")
+      .value("spin",
+             kp::WaitStrategy::eSpin,
+             "Polls until the work is done: the lowest latency, one CPU core busy meanwhile.")
+      .value("block",
+             kp::WaitStrategy::eBlock,
+             "Blocks in the driver at once: no CPU time while waiting, the driver's wake-up "
+             "latency.");
+
     nb::enum_<vk::ImageTiling>(m,
                                "ImageTiling",
                                "How an image's texels are laid out in device memory (ours).")
@@ -652,35 +685,50 @@ NB_MODULE(_kp, m)
       "re-submits the last batch. Use one sequence from one thread at a time. Made by "
       "Manager.sequence().")
       .def("record",
-           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.record(std::move(op)); },
+           [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
+               nb::cast<kp::Sequence&>(self).record(std::move(op));
+               return nb::borrow(self);
+           },
            "op"_a,
            keepGil,
+           nb::sig("def record(self, op: OpBase) -> Sequence"),
            "Records an operation into the batch and returns the sequence (for chaining). "
            "Raises while the sequence is running.")
       .def("eval",
-           [](kp::Sequence& self) { return self.eval(); },
-           releaseGil,
+           [](nb::handle self) { return chaining(self, [](kp::Sequence& s) { s.eval(); }); },
+           keepGil,
+           nb::sig("def eval(self) -> Sequence"),
            "Submits the batch and waits for it (without holding the GIL); returns the "
            "sequence.")
       .def("eval",
-           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.eval(std::move(op)); },
+           [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
+               return chaining(self, [&op](kp::Sequence& s) { s.eval(std::move(op)); });
+           },
            "op"_a,
-           releaseGil,
+           keepGil,
+           nb::sig("def eval(self, op: OpBase) -> Sequence"),
            "Clears the batch, records `op` alone, submits and waits; returns the sequence.")
       .def("eval_async",
-           [](kp::Sequence& self) { return self.evalAsync(); },
-           releaseGil,
+           [](nb::handle self) { return chaining(self, [](kp::Sequence& s) { s.evalAsync(); }); },
+           keepGil,
+           nb::sig("def eval_async(self) -> Sequence"),
            "Submits the batch and returns at once, while the device works; eval_await() "
            "completes it. Raises if the previous submission was not awaited.")
       .def("eval_async",
-           [](kp::Sequence& self, std::shared_ptr<kp::OpBase> op) { return self.evalAsync(std::move(op)); },
+           [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
+               return chaining(self, [&op](kp::Sequence& s) { s.evalAsync(std::move(op)); });
+           },
            "op"_a,
-           releaseGil,
+           keepGil,
+           nb::sig("def eval_async(self, op: OpBase) -> Sequence"),
            "Clears the batch, records `op` alone and submits it without waiting.")
       .def("eval_await",
-           &kp::Sequence::evalAwait,
+           [](nb::handle self, uint64_t timeout) {
+               return chaining(self, [timeout](kp::Sequence& s) { s.evalAwait(timeout); });
+           },
            "timeout"_a = UINT64_MAX,
-           releaseGil,
+           keepGil,
+           nb::sig("def eval_await(self, timeout: int = 18446744073709551615) -> Sequence"),
            "Waits up to `timeout` nanoseconds (64-bit; default: no limit) for the submission, "
            "without holding the GIL. On timeout the sequence stays running: call it again "
            "later. Returns at once when nothing is pending. Returns the sequence.")
@@ -715,6 +763,11 @@ NB_MODULE(_kp, m)
            "clear_waits(). Where the device has timeline semaphores no host wait is involved, "
            "even across queues; elsewhere the submission waits on the host for `other`. A "
            "sequence never submitted is not waited for. Returns this sequence.")
+      .def("recorded_barrier_count", &kp::Sequence::recordedBarrierCount, keepGil,
+           "Pipeline barriers the sequence recorded between the operations of the current "
+           "batch (ours): one before each operation that reads what an earlier one wrote or "
+           "writes what an earlier one read or wrote, and around custom operations that declare "
+           "no accesses. Independent operations need none.")
       .def("clear_waits", &kp::Sequence::clearWaits, keepGil,
            "Drops the dependencies added by wait_for() (ours).")
       .def("submission_count", &kp::Sequence::submissionCount, keepGil,
@@ -974,6 +1027,19 @@ NB_MODULE(_kp, m)
            "True when device tensors get a staging copy for their host view (discrete GPUs, "
            "or KOMPUTE_ENV_FORCE_STAGING=1); False on unified-memory devices, where their host "
            "view is the device memory itself (ours).")
+      .def("set_wait_strategy",
+           &kp::Manager::setWaitStrategy,
+           "strategy"_a,
+           "auto_spin_limit_ns"_a = kp::Manager::kDefaultAutoSpinLimitNs,
+           keepGil,
+           "How the waits of this manager's sequences (eval, eval_await, the one-liner) wait "
+           "for the device (ours): kp.WaitStrategy.auto (the default, or KOMPUTE_ENV_WAIT), "
+           ".spin or .block. auto_spin_limit_ns is the longest auto polls before it blocks "
+           "(default 100 us). Takes effect at the next wait.")
+      .def("get_wait_strategy", &kp::Manager::getWaitStrategy, keepGil,
+           "The wait strategy (ours; see set_wait_strategy).")
+      .def("get_auto_spin_limit_ns", &kp::Manager::getAutoSpinLimitNs, keepGil,
+           "The longest WaitStrategy.auto polls before it blocks, in ns (ours).")
       .def("queue_count", &kp::Manager::queueCount, keepGil,
            "Number of queues (sequence(queue_index) takes queue_index below it) (ours).")
       .def("queue_family_index", &kp::Manager::queueFamilyIndex, "queue_index"_a, keepGil,

@@ -9,7 +9,7 @@ import pytest
 
 import kp
 
-from shaders import (HEAVY, HEAVY_STEPS_PER_ROUND, TWICE_PLUS_ONE, compile_cached,
+from shaders import (HEAVY, HEAVY_STEPS_PER_ROUND, MULTIPLY, TWICE_PLUS_ONE, compile_cached,
                      heavy_expected)
 
 COUNT = 16384  # invocations of the heavy shader (256 workgroups of 64)
@@ -255,3 +255,128 @@ def test_manager_destroy_while_running_waits(heavy):
     heavy.mgr.destroy()
     assert not heavy.sequence.is_init()
     assert not heavy.out.is_init()
+
+
+# --- Wait strategy (ours) -----------------------------------------------------
+
+
+def test_wait_strategy_defaults_to_auto_and_can_be_changed(mgr, monkeypatch):
+    monkeypatch.delenv("KOMPUTE_ENV_WAIT", raising=False)
+    with kp.Manager() as manager:
+        assert manager.get_wait_strategy() == kp.WaitStrategy.auto
+        assert manager.get_auto_spin_limit_ns() == 100_000
+        manager.set_wait_strategy(kp.WaitStrategy.spin)
+        assert manager.get_wait_strategy() == kp.WaitStrategy.spin
+        manager.set_wait_strategy(kp.WaitStrategy.auto, auto_spin_limit_ns=5000)
+        assert manager.get_auto_spin_limit_ns() == 5000
+
+
+@pytest.mark.parametrize("name", ["auto", "spin", "block"])
+def test_kompute_env_wait_chooses_the_strategy(monkeypatch, name):
+    monkeypatch.setenv("KOMPUTE_ENV_WAIT", name)
+    with kp.Manager() as manager:
+        assert manager.get_wait_strategy() == getattr(kp.WaitStrategy, name)
+
+
+def test_kompute_env_wait_rejects_other_values(monkeypatch):
+    monkeypatch.setenv("KOMPUTE_ENV_WAIT", "sometimes")
+    with pytest.raises(kp.Error, match="KOMPUTE_ENV_WAIT"):
+        kp.Manager()
+
+
+@pytest.mark.parametrize("strategy", [kp.WaitStrategy.auto, kp.WaitStrategy.spin,
+                                      kp.WaitStrategy.block])
+def test_every_wait_strategy_gives_the_results(mgr, strategy):
+    mgr.set_wait_strategy(strategy)
+    values = np.arange(1, 9, dtype=np.float32)
+    a = mgr.tensor(values)
+    out = mgr.tensor(np.zeros(8, dtype=np.float32))
+    sequence = mgr.sequence().record(kp.OpSyncDevice([a]))
+    sequence.record(kp.OpMult([a, a, out], mgr.algorithm()))
+    sequence.record(kp.OpSyncLocal([out]))
+    for _ in range(3):
+        out.data()[:] = 0
+        sequence.eval()
+        np.testing.assert_array_equal(out.data(), values * values)
+    sequence.eval_async()
+    sequence.eval_await()
+    np.testing.assert_array_equal(out.data(), values * values)
+
+
+@pytest.mark.parametrize("strategy", [kp.WaitStrategy.spin, kp.WaitStrategy.auto])
+def test_polling_waits_honour_the_timeout(heavy, strategy):
+    heavy.mgr.set_wait_strategy(strategy)
+    heavy.sequence.eval_async()
+    heavy.sequence.eval_await(1000)  # 1 microsecond, polling or not
+    assert heavy.sequence.is_running()
+    heavy.sequence.eval_await()
+    assert not heavy.sequence.is_running()
+    heavy.check()
+
+
+# --- Barriers (ours) ----------------------------------------------------------
+
+
+def test_independent_dispatches_record_no_barrier(mgr):
+    values = np.arange(8, dtype=np.float32)
+    tensors = [mgr.tensor(values + i) for i in range(6)]
+    sequence = mgr.sequence()
+    for tensor in tensors:
+        sequence.record(kp.OpAlgoDispatch(mgr.algorithm([tensor], compile_cached(TWICE_PLUS_ONE),
+                                                        (8, 1, 1))))
+    assert sequence.recorded_barrier_count() == 0
+    mgr.sequence().eval(kp.OpSyncDevice(tensors))
+    sequence.eval()
+    mgr.sequence().eval(kp.OpSyncLocal(tensors))
+    for i, tensor in enumerate(tensors):
+        np.testing.assert_array_equal(tensor.data(), (values + i) * 2 + 1)
+
+
+def test_dependent_dispatches_record_one_barrier_each(mgr):
+    values = np.arange(8, dtype=np.float32)
+    tensor = mgr.tensor(values)
+    algorithm = mgr.algorithm([tensor], compile_cached(TWICE_PLUS_ONE), (8, 1, 1))
+    sequence = mgr.sequence()
+    for _ in range(5):
+        sequence.record(kp.OpAlgoDispatch(algorithm))
+    assert sequence.recorded_barrier_count() == 4
+    mgr.sequence().eval(kp.OpSyncDevice([tensor]))
+    sequence.eval()
+    mgr.sequence().eval(kp.OpSyncLocal([tensor]))
+    expected = values
+    for _ in range(5):
+        expected = expected * 2 + 1
+    np.testing.assert_array_equal(tensor.data(), expected)
+
+
+def test_readers_of_readonly_bindings_share_without_barriers(mgr):
+    a = mgr.tensor(np.arange(4, dtype=np.float32))
+    b = mgr.tensor(np.full(4, 3, dtype=np.float32))
+    outs = [mgr.tensor(np.zeros(4, dtype=np.float32)) for _ in range(3)]
+    sequence = mgr.sequence().record(kp.OpSyncDevice([a, b]))
+    base = sequence.recorded_barrier_count()
+    for out in outs:
+        sequence.record(kp.OpAlgoDispatch(mgr.algorithm([a, b, out], compile_cached(MULTIPLY),
+                                                        (4, 1, 1))))
+    # One barrier after the upload at most (none without staging), none
+    # between the three readers of a and b.
+    assert sequence.recorded_barrier_count() - base == (1 if mgr.uses_staging_for_device_memory() else 0)
+    sequence.record(kp.OpSyncLocal(outs)).eval()
+    for out in outs:
+        np.testing.assert_array_equal(out.data(), np.arange(4) * 3)
+
+
+def test_objects_of_another_manager_are_refused_when_recorded(mgr):
+    with kp.Manager() as other:
+        theirs = other.tensor([1, 2, 3])
+        mine = mgr.tensor([0, 0, 0])
+        sequence = mgr.sequence()
+        with pytest.raises(kp.Error, match="another Manager"):
+            sequence.eval(kp.OpCopy([theirs, mine]))
+        their_algorithm = other.algorithm([theirs], compile_cached(TWICE_PLUS_ONE), (3, 1, 1))
+        with pytest.raises(kp.Error, match="another Manager"):
+            sequence.record(kp.OpAlgoDispatch(their_algorithm))
+        assert not sequence.is_recording()
+        # The sequence works on with its own objects.
+        sequence.eval(kp.OpCopy([mgr.tensor([4, 5, 6]), mine]))
+        np.testing.assert_array_equal(mine.data(), [4, 5, 6])

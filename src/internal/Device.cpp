@@ -51,6 +51,8 @@ Device::Device(const Handles& handles,
   : mHandles(handles)
   , mProperties(handles.physicalDevice.getProperties())
   , mFeatures(enabledFeatures)
+  , mWaitSettings(mProperties.deviceType == vk::PhysicalDeviceType::eCpu,
+                  environmentFlag("KOMPUTE_ENV_FENCES"))
 {
     auto familyProperties = handles.physicalDevice.getQueueFamilyProperties();
     std::vector<uint32_t> usedPerFamily(familyProperties.size(), 0);
@@ -343,6 +345,7 @@ Device::destroy()
             destroySequenceResources(device, resources);
         }
         mSequenceCache.clear();
+        mEntryBarriers.destroy(device);
         for (vk::Fence& fence : mOneTimeFences) {
             if (fence) {
                 device.destroyFence(fence);

@@ -18,9 +18,11 @@
 #include <vulkan/vulkan.hpp>
 
 #include "internal/Allocator.hpp"
+#include "internal/BarrierTracker.hpp"
 #include "internal/DescriptorPools.hpp"
 #include "internal/Registry.hpp"
 #include "internal/ShaderCopy.hpp"
+#include "internal/Wait.hpp"
 
 namespace kp {
 namespace internal {
@@ -55,6 +57,9 @@ struct Queue
     vk::QueueFlags flags;
     uint32_t timestampValidBits = 0;
     std::mutex mutex;
+    /** Sequence submissions on this queue whose completion no host wait
+     * has observed yet (see EntryBarriers). */
+    std::atomic<int64_t> unobservedSubmissions{ 0 };
 };
 
 /** The Vulkan objects a Sequence runs with. */
@@ -126,6 +131,12 @@ class Device
     /** The copy shader's pipeline, created on first use. */
     const ShaderCopyPipeline& shaderCopyPipeline();
 
+    /** The barriers that order a sequence's submission after earlier
+     * ones on its queue. */
+    EntryBarriers& entryBarriers() { return mEntryBarriers; }
+    /** How sequences wait for their submissions (Manager::setWaitStrategy). */
+    WaitSettings& waitSettings() { return mWaitSettings; }
+
     bool isAlive() const { return mAlive.load(std::memory_order_acquire); }
     /** Throws kp::DestroyedError saying `what` needs a live device. */
     void checkAlive(const char* what) const;
@@ -169,6 +180,8 @@ class Device
     Handles mHandles;
     vk::PhysicalDeviceProperties mProperties;
     DeviceFeatures mFeatures;
+    WaitSettings mWaitSettings;
+    EntryBarriers mEntryBarriers;
     std::vector<std::unique_ptr<Queue>> mQueues;
     std::vector<uint32_t> mQueueFamilies;
     std::unique_ptr<Allocator> mAllocator;

@@ -16,8 +16,6 @@ constexpr uint32_t kLocalSize = 256;      // as in src/shaders/ShaderCopyBuffer.
 constexpr uint32_t kMaxGroupsX = 65535;   // the smallest maxComputeWorkGroupCount[0]
 constexpr uint32_t kNvidiaVendorId = 0x10de;
 
-thread_local bool recordingIntoSequence = false;
-
 } // namespace
 
 bool
@@ -101,23 +99,6 @@ recordShaderCopy(const vk::CommandBuffer& cmd,
     cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, pipeline.layout, 0, 1, &set, 0, nullptr);
     cmd.pushConstants(pipeline.layout, vk::ShaderStageFlagBits::eCompute, 0, sizeof(vectors), &vectors);
     cmd.dispatch(x, y, 1);
-}
-
-SequenceRecordingScope::SequenceRecordingScope()
-  : mWasActive(recordingIntoSequence)
-{
-    recordingIntoSequence = true;
-}
-
-SequenceRecordingScope::~SequenceRecordingScope()
-{
-    recordingIntoSequence = mWasActive;
-}
-
-bool
-SequenceRecordingScope::active()
-{
-    return recordingIntoSequence;
 }
 
 } // namespace internal

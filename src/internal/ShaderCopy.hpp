@@ -52,25 +52,5 @@ void recordShaderCopy(const vk::CommandBuffer& cmd,
                       vk::DescriptorSet set,
                       vk::DeviceSize bytes);
 
-/**
- * Marks, for the calling thread, that operations are being recorded into a
- * kp::Sequence's command buffer, which belongs to a compute-capable queue.
- * Operations recorded elsewhere (a command buffer of the program's own, on a
- * queue of unknown capabilities) use no compute pipeline of their own.
- */
-class SequenceRecordingScope
-{
-  public:
-    SequenceRecordingScope();
-    ~SequenceRecordingScope();
-    SequenceRecordingScope(const SequenceRecordingScope&) = delete;
-    SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
-
-    static bool active();
-
-  private:
-    bool mWasActive;
-};
-
 } // namespace internal
 } // namespace kp

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/kernels/KernelOp.hpp"
 
+#include "internal/BarrierTracker.hpp"
 #include "internal/Barriers.hpp"
 #include "kompute/Errors.hpp"
 
@@ -37,12 +38,17 @@ KernelOp::record(const vk::CommandBuffer& commandBuffer)
     for (auto& dispatch : mDispatches) {
         dispatch.algorithm->checkUsable(mRecordAction.c_str());
     }
+    // A sequence orders the first dispatch after earlier operations (from
+    // declareAccesses); elsewhere a barrier does.
+    bool ordered = internal::SequenceRecordingScope::orders(this);
     for (auto& dispatch : mDispatches) {
         // Each dispatch may read what the previous one wrote (the passes of
         // one operation) or what earlier operations wrote.
-        internal::recordBarrierBefore(commandBuffer,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+        if (&dispatch != &mDispatches.front() || !ordered) {
+            internal::recordBarrierBefore(commandBuffer,
+                                          vk::PipelineStageFlagBits::eComputeShader,
+                                          vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
+        }
         dispatch.algorithm->recordBindCore(commandBuffer);
         dispatch.algorithm->recordBindPush(commandBuffer);
         dispatch.algorithm->recordDispatch(commandBuffer);
@@ -62,6 +68,25 @@ KernelOp::preEval(const vk::CommandBuffer&)
 void
 KernelOp::postEval(const vk::CommandBuffer&)
 {
+}
+
+bool
+KernelOp::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    // Every tensor of every pass, as its shader binding reads or writes it.
+    for (const auto& dispatch : mDispatches) {
+        const auto& objects = dispatch.algorithm->getMemObjects();
+        for (uint32_t i = 0; i < objects.size(); ++i) {
+            if (objects[i]) {
+                MemoryAccess access = MemoryAccess::shaderReadWrite(*objects[i]);
+                if (dispatch.algorithm->isInit()) {
+                    access.access = dispatch.algorithm->getBindingAccess(i);
+                }
+                accesses.push_back(access);
+            }
+        }
+    }
+    return true;
 }
 
 bool

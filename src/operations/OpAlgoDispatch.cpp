@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/operations/OpAlgoDispatch.hpp"
 
+#include "internal/BarrierTracker.hpp"
 #include "internal/Barriers.hpp"
 #include "kompute/Errors.hpp"
 
@@ -25,10 +26,14 @@ OpAlgoDispatch::record(const vk::CommandBuffer& commandBuffer)
     if (!mPushConstants.empty()) {
         mAlgorithm->setPushConstants(mPushConstants);
     }
-    internal::recordBarrierBefore(commandBuffer,
-                                  vk::PipelineStageFlagBits::eComputeShader,
-                                  vk::AccessFlagBits::eShaderRead |
-                                    vk::AccessFlagBits::eShaderWrite);
+    if (!internal::SequenceRecordingScope::orders(this)) {
+        // Recorded outside a sequence, which would order it: after
+        // everything before it.
+        internal::recordBarrierBefore(commandBuffer,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::AccessFlagBits::eShaderRead |
+                                        vk::AccessFlagBits::eShaderWrite);
+    }
     mAlgorithm->recordBindCore(commandBuffer);
     mAlgorithm->recordBindPush(commandBuffer);
     mAlgorithm->recordDispatch(commandBuffer);
@@ -46,6 +51,21 @@ OpAlgoDispatch::preEval(const vk::CommandBuffer&)
 void
 OpAlgoDispatch::postEval(const vk::CommandBuffer&)
 {
+}
+
+bool
+OpAlgoDispatch::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    const auto& objects = mAlgorithm->getMemObjects();
+    for (uint32_t i = 0; i < objects.size(); ++i) {
+        if (!objects[i]) {
+            continue;
+        }
+        MemoryAccess access = MemoryAccess::shaderReadWrite(*objects[i]);
+        access.access = mAlgorithm->isInit() ? mAlgorithm->getBindingAccess(i) : access.access;
+        accesses.push_back(access);
+    }
+    return true;
 }
 
 bool

@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "internal/BarrierTracker.hpp"
 #include "internal/Barriers.hpp"
 #include "internal/Device.hpp"
 #include "internal/OpChecks.hpp"
@@ -131,7 +132,10 @@ OpCopy::record(const vk::CommandBuffer& commandBuffer)
         stages |= vk::PipelineStageFlagBits::eComputeShader;
         access |= vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite;
     }
-    internal::recordBarrierBefore(commandBuffer, stages, access);
+    bool ordered = internal::SequenceRecordingScope::orders(this);
+    if (!ordered) {
+        internal::recordBarrierBefore(commandBuffer, stages, access);
+    }
     const auto& source = mMemObjects[0];
     for (size_t i = 1; i < mMemObjects.size(); ++i) {
         if (byShader[i]) {
@@ -140,11 +144,12 @@ OpCopy::record(const vk::CommandBuffer& commandBuffer)
             mMemObjects[i]->recordCopyFrom(commandBuffer, source);
         }
     }
-    if (anyByShader) {
+    if (anyByShader && !ordered) {
         // Operations written for upstream order themselves after OpCopy
         // with transfer-stage barriers: hand the shader's writes over to
         // the transfer stage (and to later shaders), so that OpCopy looks
-        // like a transfer to them whichever way it copied.
+        // like a transfer to them whichever way it copied. (A sequence that
+        // ordered this copy knows the stages it declared.)
         vk::MemoryBarrier barrier(vk::AccessFlagBits::eShaderWrite,
                                   vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eTransferWrite |
                                     vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
@@ -177,6 +182,33 @@ OpCopy::record(const vk::CommandBuffer& commandBuffer)
             mMemObjects[i]->recordCopyFromDeviceToStaging(commandBuffer);
         }
     }
+}
+
+bool
+OpCopy::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    const Memory& source = *mMemObjects[0];
+    for (size_t i = 1; i < mMemObjects.size(); ++i) {
+        const Memory& target = *mMemObjects[i];
+        if (copiesByShader(i)) {
+            accesses.push_back(MemoryAccess::shaderRead(source));
+            accesses.push_back(MemoryAccess::shaderWrite(target));
+            if (internal::shaderCopiedBytes(target.memorySize()) < target.memorySize()) {
+                // The tail the copy command copies.
+                accesses.push_back(MemoryAccess::transferRead(source));
+                accesses.push_back(MemoryAccess::transferWrite(target));
+            }
+        } else {
+            accesses.push_back(MemoryAccess::transferRead(source));
+            accesses.push_back(MemoryAccess::transferWrite(target));
+        }
+        if (!target.isHostViewDirect() && target.memoryType() != Memory::MemoryTypes::eStorage) {
+            // Then into the staging memory behind its host view.
+            accesses.push_back(MemoryAccess::transferRead(target));
+            accesses.push_back(MemoryAccess::transferWrite(target, MemoryAccess::Part::eStaging));
+        }
+    }
+    return true;
 }
 
 void

@@ -38,6 +38,18 @@ OpMemoryBarrier::record(const vk::CommandBuffer& commandBuffer)
     }
 }
 
+bool
+OpMemoryBarrier::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    // A barrier touches no memory: the objects are only named.
+    for (const auto& object : mMemObjects) {
+        if (object) {
+            accesses.push_back(MemoryAccess::reference(*object));
+        }
+    }
+    return true;
+}
+
 void
 OpMemoryBarrier::preEval(const vk::CommandBuffer&)
 {

@@ -3,6 +3,7 @@
 #include "kompute/operations/OpSyncDevice.hpp"
 #include "kompute/operations/OpSyncLocal.hpp"
 
+#include "internal/BarrierTracker.hpp"
 #include "internal/Barriers.hpp"
 #include "internal/OpChecks.hpp"
 #include "kompute/Tensor.hpp"
@@ -35,20 +36,49 @@ checkRangeTargets(const std::vector<std::shared_ptr<Memory>>& objects,
 }
 
 bool
+isStaged(const Memory& object)
+{
+    return !object.isHostViewDirect() && object.memoryType() != Memory::MemoryTypes::eStorage;
+}
+
+bool
 anyStaged(const std::vector<std::shared_ptr<Memory>>& objects)
 {
     for (const auto& object : objects) {
-        if (!object->isHostViewDirect() && object->memoryType() != Memory::MemoryTypes::eStorage) {
+        if (isStaged(*object)) {
             return true;
         }
     }
     return false;
 }
 
+// The copies between staging and primary memory of the staged objects:
+// `from` read, the other part written, by transfers.
+void
+declareSyncCopies(const std::vector<std::shared_ptr<Memory>>& objects,
+                  MemoryAccess::Part from,
+                  std::vector<MemoryAccess>& accesses)
+{
+    MemoryAccess::Part to =
+      from == MemoryAccess::Part::eStaging ? MemoryAccess::Part::ePrimary : MemoryAccess::Part::eStaging;
+    for (const auto& object : objects) {
+        if (!object) {
+            continue;
+        }
+        if (isStaged(*object)) {
+            accesses.push_back(MemoryAccess::transferRead(*object, from));
+            accesses.push_back(MemoryAccess::transferWrite(*object, to));
+        } else {
+            accesses.push_back(MemoryAccess::reference(*object)); // nothing to copy
+        }
+    }
+}
+
 // Records the copies of one direction, for the whole objects or a range.
 template<typename WholeCopy, typename RangeCopy>
 void
 recordSync(const vk::CommandBuffer& cmd,
+           const OpBase* op,
            const std::vector<std::shared_ptr<Memory>>& objects,
            bool ranged,
            uint32_t offset,
@@ -61,10 +91,12 @@ recordSync(const vk::CommandBuffer& cmd,
     if (!anyStaged(objects)) {
         return; // host views are the device memory: nothing to copy
     }
-    internal::recordBarrierBefore(cmd,
-                                  vk::PipelineStageFlagBits::eTransfer,
-                                  vk::AccessFlagBits::eTransferRead |
-                                    vk::AccessFlagBits::eTransferWrite);
+    if (!internal::SequenceRecordingScope::orders(op)) {
+        internal::recordBarrierBefore(cmd,
+                                      vk::PipelineStageFlagBits::eTransfer,
+                                      vk::AccessFlagBits::eTransferRead |
+                                        vk::AccessFlagBits::eTransferWrite);
+    }
     for (const auto& object : objects) {
         if (ranged) {
             rangeCopy(static_cast<Tensor&>(*object), cmd, offset, count);
@@ -103,6 +135,7 @@ OpSyncDevice::record(const vk::CommandBuffer& commandBuffer)
 {
     recordSync(
       commandBuffer,
+      this,
       mMemObjects,
       mRanged,
       mOffset,
@@ -112,6 +145,13 @@ OpSyncDevice::record(const vk::CommandBuffer& commandBuffer)
       [](Tensor& t, const vk::CommandBuffer& cmd, uint32_t offset, uint32_t count) {
           t.recordCopyFromStagingToDevice(cmd, offset, count);
       });
+}
+
+bool
+OpSyncDevice::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    declareSyncCopies(mMemObjects, MemoryAccess::Part::eStaging, accesses);
+    return true;
 }
 
 void
@@ -155,6 +195,7 @@ OpSyncLocal::record(const vk::CommandBuffer& commandBuffer)
     // writes recorded here.
     recordSync(
       commandBuffer,
+      this,
       mMemObjects,
       mRanged,
       mOffset,
@@ -164,6 +205,13 @@ OpSyncLocal::record(const vk::CommandBuffer& commandBuffer)
       [](Tensor& t, const vk::CommandBuffer& cmd, uint32_t offset, uint32_t count) {
           t.recordCopyFromDeviceToStaging(cmd, offset, count);
       });
+}
+
+bool
+OpSyncLocal::declareAccesses(std::vector<MemoryAccess>& accesses) const
+{
+    declareSyncCopies(mMemObjects, MemoryAccess::Part::ePrimary, accesses);
+    return true;
 }
 
 void

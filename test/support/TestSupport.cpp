@@ -387,6 +387,12 @@ RawDeviceCopy::record(const vk::CommandBuffer& commandBuffer)
       *mSource->getPrimaryBuffer(), *mTarget->getPrimaryBuffer(), 1, &region);
 }
 
+bool
+RawDeviceCopy::declareAccesses(std::vector<kp::MemoryAccess>&) const
+{
+    return !mBarrier;
+}
+
 void
 RawDeviceCopy::preEval(const vk::CommandBuffer&)
 {

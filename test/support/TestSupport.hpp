@@ -387,9 +387,12 @@ hostBytes(const std::shared_ptr<kp::Tensor>& tensor);
 /**
  * A user-written operation (kp::OpBase subclass): copies the device data of
  * `source` into `target` with vkCmdCopyBuffer, leaving host views and
- * staging buffers alone. With `barrier`, the copy first waits for earlier
- * transfer writes, as an operation must; without it, nothing orders the copy
- * after earlier operations (the validation tests use that on purpose).
+ * staging buffers alone. With `barrier`, it declares no accesses (so a
+ * sequence puts full barriers around it) and the copy first waits for
+ * earlier transfer writes, as an operation recorded elsewhere must. Without
+ * it, nothing orders the copy after earlier operations: it records no
+ * barrier and wrongly declares that it touches no memory, so that a
+ * sequence adds none either (the validation tests use that on purpose).
  * Counts its calls.
  */
 class RawDeviceCopy : public kp::OpBase
@@ -402,6 +405,7 @@ class RawDeviceCopy : public kp::OpBase
     void record(const vk::CommandBuffer& commandBuffer) override;
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
+    bool declareAccesses(std::vector<kp::MemoryAccess>& accesses) const override;
 
     int recordCount = 0;
     int preEvalCount = 0;

@@ -29,11 +29,16 @@ class KernelOp : public OpBase
     ~KernelOp() override;
 
     /** Records the operation's dispatches, each after a barrier that orders
-     * it behind earlier transfers and dispatches (as OpAlgoDispatch). */
+     * it behind the previous pass; in a Sequence, the first is ordered
+     * behind earlier operations by the sequence, as far as they conflict
+     * (as OpAlgoDispatch), elsewhere by a barrier too. */
     void record(const vk::CommandBuffer& commandBuffer) override;
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
     bool needsRerecord() const override;
+    /** The tensors of all its passes, read and written as their shaders'
+     * bindings say. */
+    bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
     /** The operation's name, e.g. "OpRMSNorm". */
     const std::string& name() const { return mName; }

@@ -11,9 +11,12 @@ namespace kp {
 
 /**
  * Dispatches an algorithm. Push constants given here replace the
- * algorithm's own (and stay on the algorithm, as upstream). A barrier before
- * the dispatch orders it after earlier copies and dispatches, so chains of
- * syncs and dispatches need nothing else.
+ * algorithm's own (and stay on the algorithm, as upstream). In a Sequence
+ * it declares the algorithm's memory objects, read and written as the
+ * shader's bindings say (readonly / writeonly), so the sequence orders it
+ * after earlier operations only where they conflict. Recorded into a
+ * command buffer of the program's own, it records a barrier before the
+ * dispatch that orders it after all earlier copies and dispatches.
  */
 class OpAlgoDispatch : public OpBase
 {
@@ -32,6 +35,7 @@ class OpAlgoDispatch : public OpBase
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
     bool needsRerecord() const override;
+    bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
   protected:
     std::shared_ptr<Algorithm> mAlgorithm;

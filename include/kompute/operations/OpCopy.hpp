@@ -31,6 +31,7 @@ class OpCopy : public OpBase
     void record(const vk::CommandBuffer& commandBuffer) override;
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
+    bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
   private:
     /** Whether destination `index` is copied by shader when recorded now. */

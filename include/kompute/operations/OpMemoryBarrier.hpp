@@ -10,7 +10,9 @@
 namespace kp {
 
 /** Records one pipeline barrier per object, on its primary memory (or on its
- * staging memory with barrierOnPrimary = false), with the given masks. */
+ * staging memory with barrierOnPrimary = false), with the given masks,
+ * exactly as asked, in a Sequence too (which needs none of them between
+ * operations that declare their accesses). */
 class OpMemoryBarrier : public OpBase
 {
   public:
@@ -25,6 +27,7 @@ class OpMemoryBarrier : public OpBase
     void record(const vk::CommandBuffer& commandBuffer) override;
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
+    bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
   private:
     std::vector<std::shared_ptr<Memory>> mMemObjects;

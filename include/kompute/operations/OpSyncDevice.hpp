@@ -25,6 +25,7 @@ class OpSyncDevice : public OpBase
     void record(const vk::CommandBuffer& commandBuffer) override;
     void preEval(const vk::CommandBuffer& commandBuffer) override;
     void postEval(const vk::CommandBuffer& commandBuffer) override;
+    bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
   private:
     std::vector<std::shared_ptr<Memory>> mMemObjects;

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "internal/BarrierTracker.hpp"
+
+#include "internal/Check.hpp"
+#include "kompute/Memory.hpp"
+
+namespace kp {
+namespace internal {
+
+namespace {
+
+bool
+covers(vk::PipelineStageFlags have, vk::PipelineStageFlags need)
+{
+    return (need & ~have) == vk::PipelineStageFlags();
+}
+
+bool
+covers(vk::AccessFlags have, vk::AccessFlags need)
+{
+    return (need & ~have) == vk::AccessFlags();
+}
+
+const vk::AccessFlags kReadAccess =
+  vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eTransferRead | vk::AccessFlagBits::eHostRead |
+  vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eUniformRead |
+  vk::AccessFlagBits::eIndirectCommandRead;
+
+// What a full barrier (around operations that declared nothing) orders.
+const vk::PipelineStageFlags kAllStages = vk::PipelineStageFlagBits::eAllCommands;
+const vk::AccessFlags kAllWrites = vk::AccessFlagBits::eMemoryWrite;
+const vk::AccessFlags kAllAccess = vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eMemoryWrite;
+
+thread_local bool recordingIntoSequence = false;
+thread_local const OpBase* orderedOperation = nullptr;
+
+} // namespace
+
+void
+BarrierTracker::reset()
+{
+    mTracked.clear();
+    mAnyOperation = false;
+    mUndeclaredPending = false;
+    mBarrierCount = 0;
+    mHostBarrier = false;
+}
+
+BarrierTracker::Tracked&
+BarrierTracker::find(const MemoryAccess& access)
+{
+    for (auto& tracked : mTracked) {
+        if (tracked.memory == access.memory && tracked.part == access.part) {
+            return tracked;
+        }
+    }
+    Tracked tracked;
+    tracked.memory = access.memory;
+    tracked.part = access.part;
+    mTracked.push_back(tracked);
+    return mTracked.back();
+}
+
+void
+BarrierTracker::recordBarrier(const vk::CommandBuffer& cmd,
+                              vk::PipelineStageFlags srcStages,
+                              vk::AccessFlags srcAccess,
+                              vk::PipelineStageFlags dstStages,
+                              vk::AccessFlags dstAccess)
+{
+    vk::MemoryBarrier barrier(srcAccess, dstAccess);
+    cmd.pipelineBarrier(srcStages, dstStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
+    ++mBarrierCount;
+    // A global barrier orders every tracked access in its first scope, not
+    // only the one it was recorded for.
+    for (auto& tracked : mTracked) {
+        if (tracked.writeStages && covers(srcStages, tracked.writeStages) &&
+            covers(srcAccess, tracked.writeAccess)) {
+            tracked.visibleStages |= dstStages;
+            tracked.visibleAccess |= dstAccess;
+        }
+        if (tracked.readStages && covers(srcStages, tracked.readStages)) {
+            tracked.readsOrderedBefore |= dstStages;
+        }
+    }
+}
+
+void
+BarrierTracker::beforeOperation(const vk::CommandBuffer& cmd,
+                                bool declared,
+                                const std::vector<MemoryAccess>& accesses)
+{
+    if (!declared || mUndeclaredPending) {
+        // Everything before is ordered before everything after.
+        if (mAnyOperation) {
+            recordBarrier(cmd, kAllStages, kAllWrites, kAllStages, kAllAccess);
+        }
+        mTracked.clear();
+        mUndeclaredPending = !declared;
+        mAnyOperation = true;
+        if (!declared) {
+            return;
+        }
+    }
+    mAnyOperation = true;
+
+    // One entry per object and part, with the union of what the operation
+    // does to it.
+    mMerged.clear();
+    for (const auto& access : accesses) {
+        if (access.memory == nullptr || !access.access) {
+            continue;
+        }
+        bool merged = false;
+        for (auto& existing : mMerged) {
+            if (existing.memory == access.memory && existing.part == access.part) {
+                existing.stages |= access.stages;
+                existing.access |= access.access;
+                merged = true;
+            }
+        }
+        if (!merged) {
+            mMerged.push_back(access);
+        }
+    }
+
+    vk::PipelineStageFlags srcStages;
+    vk::AccessFlags srcAccess;
+    vk::PipelineStageFlags dstStages;
+    vk::AccessFlags dstAccess;
+    for (const auto& access : mMerged) {
+        Tracked& tracked = find(access);
+        bool writes = access.writes();
+        if (tracked.writeStages) {
+            // Read after write, write after write: the earlier write must
+            // be finished and visible to these accesses.
+            if (!covers(tracked.visibleStages, access.stages) ||
+                !covers(tracked.visibleAccess, access.access)) {
+                srcStages |= tracked.writeStages;
+                srcAccess |= tracked.writeAccess;
+                dstStages |= access.stages;
+                dstAccess |= access.access;
+            }
+        }
+        if (writes && tracked.readStages && !covers(tracked.readsOrderedBefore, access.stages)) {
+            // Write after read: the reads must be finished (an execution
+            // dependency; there is nothing to make visible).
+            srcStages |= tracked.readStages;
+            dstStages |= access.stages;
+        }
+    }
+    if (srcStages) {
+        recordBarrier(cmd, srcStages, srcAccess, dstStages, dstAccess);
+    }
+
+    for (const auto& access : mMerged) {
+        Tracked& tracked = find(access);
+        if (access.writes()) {
+            // Reads of the same operation come before its writes or are
+            // ordered with them by the operation itself; later accesses are
+            // ordered after the operation as a whole.
+            tracked.writeStages = access.stages;
+            tracked.writeAccess = access.access & ~kReadAccess;
+            tracked.visibleStages = vk::PipelineStageFlags();
+            tracked.visibleAccess = vk::AccessFlags();
+            tracked.readStages = vk::PipelineStageFlags();
+            tracked.readsOrderedBefore = vk::PipelineStageFlags();
+        } else {
+            tracked.readStages |= access.stages;
+            tracked.readsOrderedBefore = vk::PipelineStageFlags();
+        }
+    }
+}
+
+void
+BarrierTracker::endBatch(const vk::CommandBuffer& cmd)
+{
+    vk::PipelineStageFlags srcStages;
+    vk::AccessFlags srcAccess;
+    if (mUndeclaredPending) {
+        srcStages = kAllStages;
+        srcAccess = kAllWrites;
+    } else {
+        for (const auto& tracked : mTracked) {
+            bool hostReadable = tracked.part == MemoryAccess::Part::eStaging ||
+                                tracked.memory->isHostViewDirect();
+            if (tracked.writeStages && hostReadable) {
+                srcStages |= tracked.writeStages;
+                srcAccess |= tracked.writeAccess;
+            }
+        }
+    }
+    if (srcStages) {
+        vk::MemoryBarrier barrier(srcAccess, vk::AccessFlagBits::eHostRead);
+        cmd.pipelineBarrier(
+          srcStages, vk::PipelineStageFlagBits::eHost, {}, 1, &barrier, 0, nullptr, 0, nullptr);
+        mHostBarrier = true;
+    }
+}
+
+namespace {
+
+// Enough for the sequences a few threads keep alive at once.
+constexpr size_t kPooledTrackers = 32;
+
+// Never destroyed: sequences may be released while the process exits (the
+// Python interpreter's teardown), after static destructors ran.
+struct TrackerPool
+{
+    std::mutex mutex;
+    std::vector<std::unique_ptr<BarrierTracker>> trackers;
+};
+
+TrackerPool&
+trackerPool()
+{
+    static TrackerPool* pool = new TrackerPool();
+    return *pool;
+}
+
+} // namespace
+
+void
+BarrierTrackerRelease::operator()(BarrierTracker* tracker) const
+{
+    std::unique_ptr<BarrierTracker> owned(tracker);
+    TrackerPool& pool = trackerPool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (pool.trackers.size() < kPooledTrackers) {
+        if (pool.trackers.capacity() < kPooledTrackers) {
+            pool.trackers.reserve(kPooledTrackers);
+        }
+        pool.trackers.push_back(std::move(owned));
+    }
+}
+
+PooledBarrierTracker
+acquireBarrierTracker()
+{
+    std::unique_ptr<BarrierTracker> tracker;
+    {
+        TrackerPool& pool = trackerPool();
+        std::lock_guard<std::mutex> lock(pool.mutex);
+        if (!pool.trackers.empty()) {
+            tracker = std::move(pool.trackers.back());
+            pool.trackers.pop_back();
+        }
+    }
+    if (!tracker) {
+        tracker = std::make_unique<BarrierTracker>();
+    }
+    tracker->reset();
+    return PooledBarrierTracker(tracker.release());
+}
+
+vk::CommandBuffer
+EntryBarriers::get(vk::Device device, uint32_t family)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    for (const auto& existing : mFamilies) {
+        if (existing.family == family) {
+            return existing.commandBuffer;
+        }
+    }
+    Family created;
+    created.family = family;
+    vk::CommandPoolCreateInfo poolInfo({}, family);
+    check(device.createCommandPool(&poolInfo, nullptr, &created.pool),
+          "Creating the command pool of a queue's entry barrier");
+    try {
+        vk::CommandBufferAllocateInfo allocateInfo(created.pool, vk::CommandBufferLevel::ePrimary, 1);
+        check(device.allocateCommandBuffers(&allocateInfo, &created.commandBuffer),
+              "Allocating a queue's entry barrier");
+        vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eSimultaneousUse);
+        check(created.commandBuffer.begin(&beginInfo), "Recording a queue's entry barrier");
+        vk::MemoryBarrier barrier(kAllWrites, kAllAccess);
+        created.commandBuffer.pipelineBarrier(
+          kAllStages, kAllStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
+        check(vkEndCommandBuffer(created.commandBuffer), "Recording a queue's entry barrier");
+    } catch (...) {
+        device.destroyCommandPool(created.pool);
+        throw;
+    }
+    mFamilies.push_back(created);
+    return created.commandBuffer;
+}
+
+void
+EntryBarriers::destroy(vk::Device device)
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    for (auto& family : mFamilies) {
+        device.destroyCommandPool(family.pool); // frees the command buffer
+    }
+    mFamilies.clear();
+}
+
+SequenceRecordingScope::SequenceRecordingScope(const OpBase* ordered)
+  : mWasActive(recordingIntoSequence)
+  , mWasOrdered(orderedOperation)
+{
+    recordingIntoSequence = true;
+    orderedOperation = ordered;
+}
+
+SequenceRecordingScope::~SequenceRecordingScope()
+{
+    recordingIntoSequence = mWasActive;
+    orderedOperation = mWasOrdered;
+}
+
+bool
+SequenceRecordingScope::active()
+{
+    return recordingIntoSequence;
+}
+
+bool
+SequenceRecordingScope::orders(const OpBase* op)
+{
+    return op != nullptr && orderedOperation == op;
+}
+
+} // namespace internal
+} // namespace kp

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// The barriers of a Sequence: only where a hazard is.
+//
+// Each operation declares what its commands read and write
+// (OpBase::declareAccesses). The tracker remembers, per memory object and
+// part (primary or staging), the last write and the reads since, with their
+// stages and accesses, and what earlier barriers already made visible or
+// ordered. Before an operation it records one global memory barrier with
+// exactly the stages and accesses of the operation's read-after-write,
+// write-after-read and write-after-write hazards, or nothing when there is
+// none: independent dispatches run back to back. On NVIDIA and on lavapipe a
+// buffer memory barrier costs the same as a global one with the same stages
+// (kompute-bench c_dispatch_dependent), so the global form is used; its
+// effect on every other tracked object is accounted for.
+//
+// Operations that declare nothing may touch anything: a full barrier goes
+// before and after them. Hazards with earlier submissions are the
+// sequence's business at submission (Sequence::submit), not the tracker's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <vulkan/vulkan.hpp>
+
+#include "kompute/Sequence.hpp"
+#include "kompute/operations/OpBase.hpp"
+
+namespace kp {
+namespace internal {
+
+class BarrierTracker
+{
+  public:
+    /** Forgets the batch: the next operation has nothing to wait for. */
+    void reset();
+
+    /**
+     * Records into `cmd` the barrier that orders the next operation after
+     * the earlier ones of the batch, if one is needed, and notes the
+     * operation's accesses. `declared` false: the operation declared
+     * nothing (`accesses` is ignored).
+     */
+    void beforeOperation(const vk::CommandBuffer& cmd,
+                         bool declared,
+                         const std::vector<MemoryAccess>& accesses);
+
+    /** Records the barrier that makes the batch's writes visible to host
+     * reads after the submission completes, if the host can read any of
+     * them (staging memory, or memory that is its object's host view). */
+    void endBatch(const vk::CommandBuffer& cmd);
+
+    /** Barriers recorded between operations since reset(). */
+    uint32_t barrierCount() const { return mBarrierCount; }
+    /** A list for an operation's declarations, kept with its capacity. */
+    std::vector<MemoryAccess>& declarations() { return mDeclared; }
+    /** Whether endBatch() recorded a barrier for the host. */
+    bool hostBarrierRecorded() const { return mHostBarrier; }
+
+  private:
+    struct Tracked
+    {
+        const Memory* memory = nullptr;
+        MemoryAccess::Part part = MemoryAccess::Part::ePrimary;
+        // The latest write, and where and for which accesses barriers
+        // have made it visible since.
+        vk::PipelineStageFlags writeStages;
+        vk::AccessFlags writeAccess;
+        vk::PipelineStageFlags visibleStages;
+        vk::AccessFlags visibleAccess;
+        // Reads since that write, and the stages barriers have ordered all
+        // of them before.
+        vk::PipelineStageFlags readStages;
+        vk::PipelineStageFlags readsOrderedBefore;
+    };
+
+    Tracked& find(const MemoryAccess& access);
+    void recordBarrier(const vk::CommandBuffer& cmd,
+                       vk::PipelineStageFlags srcStages,
+                       vk::AccessFlags srcAccess,
+                       vk::PipelineStageFlags dstStages,
+                       vk::AccessFlags dstAccess);
+
+    std::vector<Tracked> mTracked;
+    std::vector<MemoryAccess> mMerged; // one operation's accesses, one per object and part
+    std::vector<MemoryAccess> mDeclared;
+    bool mAnyOperation = false;
+    // An operation that declared nothing ran since the last full barrier.
+    bool mUndeclaredPending = false;
+    uint32_t mBarrierCount = 0;
+    bool mHostBarrier = false;
+};
+
+using PooledBarrierTracker = std::unique_ptr<BarrierTracker, BarrierTrackerRelease>;
+
+/** A tracker from a process-wide pool, reset, with the capacity its lists
+ * had when it was released: short-lived sequences (the one-liner) allocate
+ * nothing for their barriers once warm. */
+PooledBarrierTracker
+acquireBarrierTracker();
+
+/**
+ * Per queue family, a command buffer holding one global barrier that orders
+ * whatever follows it after every earlier submission on the queue. A
+ * sequence submits it in front of its own command buffer when an earlier
+ * submission on the queue may still be running: one whose completion no
+ * host wait has observed (a wait on the host orders everything after it
+ * already). Recorded once, for simultaneous use; owned by the device
+ * context.
+ */
+class EntryBarriers
+{
+  public:
+    vk::CommandBuffer get(vk::Device device, uint32_t family);
+    void destroy(vk::Device device);
+
+  private:
+    struct Family
+    {
+        uint32_t family = 0;
+        vk::CommandPool pool;
+        vk::CommandBuffer commandBuffer;
+    };
+    std::mutex mMutex;
+    std::vector<Family> mFamilies;
+};
+
+/**
+ * Marks, for the calling thread, that operations are being recorded into a
+ * kp::Sequence's command buffer, which belongs to a compute-capable queue,
+ * and which operation's barriers the sequence has taken care of.
+ * Operations recorded elsewhere (a command buffer of the program's own, on a
+ * queue of unknown capabilities), or inside another operation's record(),
+ * use no compute pipeline of their own and record their own conservative
+ * barriers.
+ */
+class SequenceRecordingScope
+{
+  public:
+    /** `ordered`: the operation about to record, whose declared accesses
+     * the sequence has ordered (null if it declared none). */
+    explicit SequenceRecordingScope(const OpBase* ordered = nullptr);
+    ~SequenceRecordingScope();
+    SequenceRecordingScope(const SequenceRecordingScope&) = delete;
+    SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
+
+    /** Recording into a sequence's command buffer. */
+    static bool active();
+    /** The sequence has recorded the barriers `op` needs before it. */
+    static bool orders(const OpBase* op);
+
+  private:
+    bool mWasActive;
+    const OpBase* mWasOrdered;
+};
+
+} // namespace internal
+} // namespace kp

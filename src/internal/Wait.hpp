@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// How a sequence waits for its submission (kp::WaitStrategy).
+//
+// A blocking wait (vkWaitForFences, vkWaitSemaphores) sleeps in the kernel
+// and is woken by the driver's interrupt: on the H200 that adds about 20 us
+// to a round trip of 14 us (docs/performance.md). Polling the completion
+// primitive sees the end sooner but keeps a core busy. The auto strategy
+// polls only as long as the sequence's recent submissions lasted (with a
+// margin, and never beyond a limit), so short work returns at the polling
+// figure and long work blocks at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include <vulkan/vulkan.hpp>
+
+#include "kompute/Core.hpp"
+#include "kompute/Sequence.hpp"
+
+namespace kp {
+namespace internal {
+
+/** The wait settings of a device context, changed by
+ * Manager::setWaitStrategy and read by every wait. */
+class WaitSettings
+{
+  public:
+    /** From KOMPUTE_ENV_WAIT (auto, spin or block; unset: auto). Throws
+     * kp::Error on any other value. On a `cpuDevice`, eAuto blocks at once.
+     * `fences`: submissions complete through fences even where timeline
+     * semaphores would do (KOMPUTE_ENV_FENCES). */
+    WaitSettings(bool cpuDevice, bool fences);
+
+    void set(WaitStrategy strategy, uint64_t spinLimitNs);
+    WaitStrategy strategy() const { return mStrategy.load(std::memory_order_relaxed); }
+    uint64_t spinLimitNs() const { return mSpinLimitNs.load(std::memory_order_relaxed); }
+    bool cpuDevice() const { return mCpuDevice; }
+    bool fences() const { return mFences; }
+
+  private:
+    std::atomic<WaitStrategy> mStrategy;
+    std::atomic<uint64_t> mSpinLimitNs;
+    bool mCpuDevice = false;
+    bool mFences = false;
+};
+
+/** The strategy named by KOMPUTE_ENV_WAIT, or eAuto when unset. */
+WaitStrategy
+waitStrategyFromEnvironment();
+
+using WaitClock = std::chrono::steady_clock;
+
+inline void
+noteSubmitted(WaitHistory& history)
+{
+    history.submittedAt = WaitClock::now();
+}
+
+/** How long a wait with this history polls before it blocks. */
+uint64_t
+spinBudgetNs(const WaitHistory& history, const WaitSettings& settings, uint64_t timeoutNs);
+
+/** Adds the duration of a submission that completed at `completedAt`. */
+void
+learn(WaitHistory& history, WaitClock::time_point completedAt);
+
+uint64_t
+elapsedNs(WaitClock::time_point from, WaitClock::time_point to);
+
+/** Tells the core that this is a polling loop (no system call). */
+void
+pauseInPollingLoop();
+
+/**
+ * Waits up to `timeoutNs` for a submission: polls, then blocks. `poll()`
+ * returns true once it has completed (and throws on device loss);
+ * `block(ns)` waits in the driver up to ns nanoseconds and returns eSuccess
+ * or eTimeout. Returns eSuccess or eTimeout.
+ */
+template<typename Poll, typename Block>
+vk::Result
+waitForSubmission(WaitHistory& history,
+                  const WaitSettings& settings,
+                  uint64_t timeoutNs,
+                  Poll&& poll,
+                  Block&& block)
+{
+    if (poll()) {
+        return vk::Result::eSuccess; // already done: nothing learnt
+    }
+    WaitClock::time_point start = WaitClock::now();
+    uint64_t spin = spinBudgetNs(history, settings, timeoutNs);
+    uint64_t waited = 0;
+    while (waited < spin) {
+        pauseInPollingLoop();
+        if (poll()) {
+            learn(history, WaitClock::now());
+            return vk::Result::eSuccess;
+        }
+        waited = elapsedNs(start, WaitClock::now());
+    }
+    if (waited >= timeoutNs) {
+        return vk::Result::eTimeout;
+    }
+    vk::Result result = block(timeoutNs == UINT64_MAX ? UINT64_MAX : timeoutNs - waited);
+    if (result == vk::Result::eSuccess) {
+        learn(history, WaitClock::now());
+    }
+    return result;
+}
+
+} // namespace internal
+} // namespace kp

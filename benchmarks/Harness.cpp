@@ -2,6 +2,7 @@
 #include "Harness.hpp"
 
 #include <algorithm>
+#include <ctime>
 
 namespace bench {
 
@@ -66,6 +67,29 @@ sample(Measurement& measurement,
     for (int i = 0; i < repetitions; ++i) {
         measurement.samples.push_back(secondsOf(work) * scale);
     }
+}
+
+double
+processCpuSeconds()
+{
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+void
+sampleWithCpu(Measurement& wall,
+              Measurement& cpu,
+              int warmup,
+              double scale,
+              const std::function<void()>& work)
+{
+    for (int i = 0; i < warmup; ++i) {
+        work();
+    }
+    double cpuStart = processCpuSeconds();
+    wall.samples.push_back(secondsOf(work) * scale);
+    cpu.samples.push_back((processCpuSeconds() - cpuStart) * scale);
 }
 
 std::vector<Case>&

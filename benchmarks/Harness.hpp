@@ -79,6 +79,18 @@ void sample(Measurement& measurement,
             double scale,
             const std::function<void()>& work);
 
+/** CPU seconds used by the whole process so far (all its threads, the
+ * driver's included). */
+double processCpuSeconds();
+
+/** Like sample(), recording into `wall` the elapsed time and into `cpu`
+ * the CPU time the process used meanwhile, both times `scale`. */
+void sampleWithCpu(Measurement& wall,
+                   Measurement& cpu,
+                   int warmup,
+                   double scale,
+                   const std::function<void()>& work);
+
 using CaseFunction = std::function<void(Context&)>;
 
 struct Case

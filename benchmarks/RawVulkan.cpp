@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "RawVulkan.hpp"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -165,9 +166,83 @@ RawVulkan::createPipeline(const std::vector<uint32_t>& spirv,
     return p;
 }
 
+std::vector<VkDescriptorSet>
+RawVulkan::createSets(Pipeline& p, const Buffer& buffer, uint32_t count, VkDeviceSize stride)
+{
+    if (p.extraPool != VK_NULL_HANDLE) {
+        throw std::runtime_error("raw Vulkan: createSets was called twice for one pipeline");
+    }
+    VkDescriptorPoolSize size{ VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, count };
+    VkDescriptorPoolCreateInfo poolInfo{ VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO };
+    poolInfo.maxSets = count;
+    poolInfo.poolSizeCount = 1;
+    poolInfo.pPoolSizes = &size;
+    vkCheck(vkCreateDescriptorPool(mDevice, &poolInfo, nullptr, &p.extraPool), "vkCreateDescriptorPool");
+    std::vector<VkDescriptorSetLayout> layouts(count, p.setLayout);
+    std::vector<VkDescriptorSet> sets(count);
+    VkDescriptorSetAllocateInfo allocateInfo{ VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO };
+    allocateInfo.descriptorPool = p.extraPool;
+    allocateInfo.descriptorSetCount = count;
+    allocateInfo.pSetLayouts = layouts.data();
+    vkCheck(vkAllocateDescriptorSets(mDevice, &allocateInfo, sets.data()), "vkAllocateDescriptorSets");
+    std::vector<VkDescriptorBufferInfo> infos(count);
+    std::vector<VkWriteDescriptorSet> writes(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        infos[i] = { buffer.buffer, i * stride, stride };
+        writes[i] = { VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET };
+        writes[i].dstSet = sets[i];
+        writes[i].dstBinding = 0;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(mDevice, count, writes.data(), 0, nullptr);
+    return sets;
+}
+
+void
+RawVulkan::bindAndDispatch(VkCommandBuffer cmd, const Pipeline& p, VkDescriptorSet set)
+{
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    vkCmdDispatch(cmd, 1, 1, 1);
+}
+
+VkDeviceSize
+RawVulkan::storageOffsetAlignment() const
+{
+    VkPhysicalDeviceProperties properties;
+    vkGetPhysicalDeviceProperties(mPhysicalDevice, &properties);
+    return properties.limits.minStorageBufferOffsetAlignment;
+}
+
+void
+RawVulkan::computeBarrier(VkCommandBuffer cmd, const Buffer* buffer)
+{
+    VkAccessFlags src = VK_ACCESS_SHADER_WRITE_BIT;
+    VkAccessFlags dst = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+    if (buffer == nullptr) {
+        memoryBarrier(cmd, stage, src, stage, dst);
+        return;
+    }
+    VkBufferMemoryBarrier barrier{ VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER };
+    barrier.srcAccessMask = src;
+    barrier.dstAccessMask = dst;
+    barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    barrier.buffer = buffer->buffer;
+    barrier.offset = 0;
+    barrier.size = VK_WHOLE_SIZE;
+    vkCmdPipelineBarrier(cmd, stage, stage, 0, 0, nullptr, 1, &barrier, 0, nullptr);
+}
+
 void
 RawVulkan::destroy(Pipeline& p)
 {
+    if (p.extraPool != VK_NULL_HANDLE) {
+        vkDestroyDescriptorPool(mDevice, p.extraPool, nullptr);
+    }
     vkDestroyDescriptorPool(mDevice, p.pool, nullptr);
     vkDestroyPipeline(mDevice, p.pipeline, nullptr);
     vkDestroyPipelineLayout(mDevice, p.layout, nullptr);
@@ -204,30 +279,36 @@ RawVulkan::end(VkCommandBuffer cmd)
 void
 RawVulkan::barrier(VkCommandBuffer cmd)
 {
-    VkMemoryBarrier barrier{ VK_STRUCTURE_TYPE_MEMORY_BARRIER };
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    memoryBarrier(cmd,
+                  stages,
+                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                  stages,
+                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+}
+
+void
+RawVulkan::memoryBarrier(VkCommandBuffer cmd,
+                         VkPipelineStageFlags srcStages,
+                         VkAccessFlags srcAccess,
+                         VkPipelineStageFlags dstStages,
+                         VkAccessFlags dstAccess)
+{
+    VkMemoryBarrier barrier{ VK_STRUCTURE_TYPE_MEMORY_BARRIER };
+    barrier.srcAccessMask = srcAccess;
+    barrier.dstAccessMask = dstAccess;
+    vkCmdPipelineBarrier(cmd, srcStages, dstStages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 void
 RawVulkan::hostBarrier(VkCommandBuffer cmd)
 {
-    VkMemoryBarrier barrier{ VK_STRUCTURE_TYPE_MEMORY_BARRIER };
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT,
-                         0,
-                         1,
-                         &barrier,
-                         0,
-                         nullptr,
-                         0,
-                         nullptr);
+    memoryBarrier(cmd,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_HOST_BIT,
+                  VK_ACCESS_HOST_READ_BIT);
 }
 
 void
@@ -255,6 +336,82 @@ RawVulkan::submitAndWait(VkCommandBuffer cmd)
     submit.pCommandBuffers = &cmd;
     vkCheck(vkQueueSubmit(mQueue, 1, &submit, mFence), "vkQueueSubmit");
     vkCheck(vkWaitForFences(mDevice, 1, &mFence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+double
+RawVulkan::submit(VkCommandBuffer cmd, VkSemaphore timeline, uint64_t value)
+{
+    VkFence fence = VK_NULL_HANDLE;
+    if (timeline == VK_NULL_HANDLE) {
+        vkCheck(vkResetFences(mDevice, 1, &mFence), "vkResetFences");
+        fence = mFence;
+    }
+    VkTimelineSemaphoreSubmitInfo timelineInfo{ VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO };
+    timelineInfo.signalSemaphoreValueCount = 1;
+    timelineInfo.pSignalSemaphoreValues = &value;
+    VkSubmitInfo submitInfo{ VK_STRUCTURE_TYPE_SUBMIT_INFO };
+    submitInfo.commandBufferCount = 1;
+    submitInfo.pCommandBuffers = &cmd;
+    if (timeline != VK_NULL_HANDLE) {
+        submitInfo.pNext = &timelineInfo;
+        submitInfo.signalSemaphoreCount = 1;
+        submitInfo.pSignalSemaphores = &timeline;
+    }
+    auto start = std::chrono::steady_clock::now();
+    vkCheck(vkQueueSubmit(mQueue, 1, &submitInfo, fence), "vkQueueSubmit");
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void
+RawVulkan::waitFence()
+{
+    vkCheck(vkWaitForFences(mDevice, 1, &mFence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+void
+RawVulkan::spinFence()
+{
+    VkResult status;
+    while ((status = vkGetFenceStatus(mDevice, mFence)) == VK_NOT_READY) {
+    }
+    vkCheck(status, "vkGetFenceStatus");
+}
+
+VkSemaphore
+RawVulkan::createTimeline()
+{
+    VkSemaphoreTypeCreateInfo typeInfo{ VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO };
+    typeInfo.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo info{ VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO };
+    info.pNext = &typeInfo;
+    VkSemaphore semaphore;
+    vkCheck(vkCreateSemaphore(mDevice, &info, nullptr, &semaphore), "vkCreateSemaphore");
+    return semaphore;
+}
+
+void
+RawVulkan::destroy(VkSemaphore semaphore)
+{
+    vkDestroySemaphore(mDevice, semaphore, nullptr);
+}
+
+void
+RawVulkan::spinTimeline(VkSemaphore timeline, uint64_t value)
+{
+    uint64_t reached = 0;
+    do {
+        vkCheck(vkGetSemaphoreCounterValue(mDevice, timeline, &reached), "vkGetSemaphoreCounterValue");
+    } while (reached < value);
+}
+
+void
+RawVulkan::barrierToTransfer(VkCommandBuffer cmd)
+{
+    memoryBarrier(cmd,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_TRANSFER_BIT,
+                  VK_ACCESS_TRANSFER_WRITE_BIT);
 }
 
 } // namespace bench

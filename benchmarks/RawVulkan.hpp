@@ -33,6 +33,7 @@ class RawVulkan
         VkPipeline pipeline = VK_NULL_HANDLE;
         VkDescriptorPool pool = VK_NULL_HANDLE;
         VkDescriptorSet set = VK_NULL_HANDLE;
+        VkDescriptorPool extraPool = VK_NULL_HANDLE; // createSets()
         uint32_t pushBytes = 0;
     };
 
@@ -67,6 +68,12 @@ class RawVulkan
     void barrier(VkCommandBuffer cmd);
     /** Global barrier making device writes visible to host reads. */
     void hostBarrier(VkCommandBuffer cmd);
+    /** One global memory barrier. */
+    void memoryBarrier(VkCommandBuffer cmd,
+                       VkPipelineStageFlags srcStages,
+                       VkAccessFlags srcAccess,
+                       VkPipelineStageFlags dstStages,
+                       VkAccessFlags dstAccess);
     void bindAndDispatch(VkCommandBuffer cmd,
                          const Pipeline& pipeline,
                          uint32_t x,
@@ -74,8 +81,42 @@ class RawVulkan
                          uint32_t z = 1,
                          const void* push = nullptr);
 
+    /** `count` descriptor sets for `pipeline`'s layout (one storage
+     * buffer), set i on bytes [i * stride, i * stride + stride) of `buffer`.
+     * They live until destroy(pipeline). */
+    std::vector<VkDescriptorSet> createSets(Pipeline& pipeline,
+                                            const Buffer& buffer,
+                                            uint32_t count,
+                                            VkDeviceSize stride);
+    /** Binds `pipeline` and `set` and dispatches one workgroup. */
+    void bindAndDispatch(VkCommandBuffer cmd, const Pipeline& pipeline, VkDescriptorSet set);
+    /** The smallest offset alignment of storage-buffer descriptors. */
+    VkDeviceSize storageOffsetAlignment() const;
+    /** Compute-to-compute barrier: a global memory barrier, or (with
+     * `buffer`) a buffer memory barrier on its whole range. */
+    void computeBarrier(VkCommandBuffer cmd, const Buffer* buffer = nullptr);
+
     /** One submit and one wait on the reused fence. */
     void submitAndWait(VkCommandBuffer cmd);
+
+    // --- The pieces of a round trip, for case (a)'s variants -------------
+
+    /** Submits `cmd`, signalling the reused fence, or (with `timeline`)
+     * only the timeline semaphore at `value`. Returns the seconds spent in
+     * vkQueueSubmit itself. */
+    double submit(VkCommandBuffer cmd, VkSemaphore timeline = VK_NULL_HANDLE, uint64_t value = 0);
+    /** Blocks in vkWaitForFences on the reused fence. */
+    void waitFence();
+    /** Polls vkGetFenceStatus on the reused fence until it signals. */
+    void spinFence();
+    /** A timeline semaphore at 0 (destroy it with destroy()). */
+    VkSemaphore createTimeline();
+    void destroy(VkSemaphore semaphore);
+    /** Polls vkGetSemaphoreCounterValue until `value`. */
+    void spinTimeline(VkSemaphore timeline, uint64_t value);
+    /** Records an execution and memory dependency from compute and
+     * transfer writes to the transfer stage (before a fill). */
+    void barrierToTransfer(VkCommandBuffer cmd);
 
   private:
     uint32_t memoryType(uint32_t allowed, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;

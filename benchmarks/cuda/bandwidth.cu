@@ -15,21 +15,7 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        cudaError_t error = (call);                                                  \
-        if (error != cudaSuccess) {                                                  \
-            std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(error)); \
-            std::exit(1);                                                            \
-        }                                                                            \
-    } while (0)
-
-static double
-median(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-}
+#include "Check.cuh"
 
 // One int4 per thread, the counterpart of kompute-bench's copy shader.
 __global__ void

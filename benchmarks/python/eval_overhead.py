@@ -19,7 +19,9 @@ Output, one line each, nothing else on stdout:
                                 (hex) of its bytes; case (i) compares it with
                                 its own, so the two fixtures cannot differ
   sample us_per_eval X          one per repetition: microseconds per eval
+  sample cpu_us_per_eval X      the same repetition's CPU time (the process's)
   sample us_per_one_liner X     one per repetition: microseconds per one-liner
+  sample cpu_us_per_one_liner X the same in CPU time
   skip REASON                   numpy or kp cannot be imported (exit status 3)
 Any other failure raises (exit status 1, traceback on stderr).
 """
@@ -92,17 +94,21 @@ def emit(line):
 
 
 def microseconds_per_iteration(loop, iterations):
+    """Elapsed and CPU microseconds (the whole process's, the driver's
+    threads included, as kompute-bench counts them) per iteration."""
     # Collection is off while timing, as timeit does, so that a collection
     # triggered by earlier garbage lands in no sample.
     gc.collect()
     gc.disable()
     try:
+        cpu = time.process_time_ns()
         start = time.perf_counter_ns()
         loop(iterations)
         elapsed = time.perf_counter_ns() - start
+        cpu = time.process_time_ns() - cpu
     finally:
         gc.enable()
-    return elapsed / 1e3 / iterations
+    return elapsed / 1e3 / iterations, cpu / 1e3 / iterations
 
 
 def main():
@@ -146,11 +152,13 @@ def main():
             expected += options.iterations + options.one_liner_iterations
         # Interleaved, as in the C++ cases, so that drift affects both alike.
         for _ in range(options.repetitions):
-            value = microseconds_per_iteration(evals, options.iterations)
+            value, cpu = microseconds_per_iteration(evals, options.iterations)
             emit(f"sample us_per_eval {value:.6f}")
+            emit(f"sample cpu_us_per_eval {cpu:.6f}")
             if options.one_liner_iterations:
-                value = microseconds_per_iteration(one_liners, options.one_liner_iterations)
+                value, cpu = microseconds_per_iteration(one_liners, options.one_liner_iterations)
                 emit(f"sample us_per_one_liner {value:.6f}")
+                emit(f"sample cpu_us_per_one_liner {cpu:.6f}")
             expected += options.iterations + options.one_liner_iterations
 
     # Every eval must have reached the device: the tensor's host view is

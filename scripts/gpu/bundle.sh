@@ -20,7 +20,7 @@ cp -L "$build"/libkompute.so.0.9 "$BUNDLE"/
 find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' \) \
     -exec cp {} "$BUNDLE"/ \;
 strip "$BUNDLE"/* 2>/dev/null || true
-cp benchmarks/cuda/*.cu tools/plot_bench.py "$BUNDLE"/
+cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py "$BUNDLE"/
 # The pytest suites of this tree, so that the device runs this tree's tests.
 cp -r python/tests "$BUNDLE"/python-tests
 

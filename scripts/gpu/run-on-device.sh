@@ -66,7 +66,12 @@ for step in "${steps[@]}"; do
         kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
         ;;
     cuda)
-        (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth) 2>&1 | tee "$OUT/cuda.txt"
+        # The references of benchmarks/cuda: transfers and copies, then the
+        # round trip and launch costs (CUDA polls while it waits by
+        # default; "block" waits blocking, like a fence wait).
+        (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth \
+            && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/latency.cu" -o cuda-latency \
+            && ./cuda-latency warm 1.5 && ./cuda-latency && ./cuda-latency block) 2>&1 | tee "$OUT/cuda.txt"
         ;;
     esac
 done

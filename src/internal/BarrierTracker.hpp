@@ -5,13 +5,14 @@
 // (OpBase::declareAccesses). The tracker remembers, per memory object and
 // part (primary or staging), the last write and the reads since, with their
 // stages and accesses, and what earlier barriers already made visible or
-// ordered. Before an operation it records one global memory barrier with
-// exactly the stages and accesses of the operation's read-after-write,
-// write-after-read and write-after-write hazards, or nothing when there is
-// none: independent dispatches run back to back. On NVIDIA and on lavapipe a
-// buffer memory barrier costs the same as a global one with the same stages
-// (kompute-bench c_dispatch_dependent), so the global form is used; its
-// effect on every other tracked object is accounted for.
+// ordered. Before an operation that reads after a write, writes after a read
+// or writes after a write of the batch, it records one global memory barrier
+// over the compute and transfer stages (and any other stage of the hazard);
+// before one without hazards, nothing: independent dispatches run back to
+// back. On the H200 that barrier costs less than one limited to the compute
+// stage or a buffer memory barrier (kompute-bench c_dispatch_dependent), on
+// lavapipe the same; its effect on every other tracked object is accounted
+// for, which spares later barriers.
 //
 // Operations that declare nothing may touch anything: a full barrier goes
 // before and after them. Hazards with earlier submissions are the

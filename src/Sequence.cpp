@@ -168,6 +168,18 @@ Sequence::endBatch()
 }
 
 void
+Sequence::abandonBatch()
+{
+    // Reset rather than ended: ending a command buffer that refers to a
+    // destroyed object is an error, and beginning one still recording too.
+    if (mRecording) {
+        vkResetCommandBuffer(mCommandBuffer, 0);
+        mRecording = false;
+    }
+    mHasBatch = false;
+}
+
+void
 Sequence::dropOps()
 {
     mOps.clear();
@@ -271,8 +283,17 @@ Sequence::submit()
         throw Error("The sequence is already running: call evalAwait() before evaluating it "
                     "again");
     }
-    if (mRecording) {
-        endBatch();
+    // The operations check their objects before the command buffer is
+    // touched: one that refers to a destroyed object is invalid, and must
+    // not even be ended. Such a batch is dropped (its operations stay, for
+    // the error to repeat until they are recorded anew).
+    try {
+        for (auto& op : mOps) {
+            op->preEval(mCommandBuffer);
+        }
+    } catch (...) {
+        abandonBatch();
+        throw;
     }
     bool stale = mStale;
     for (auto& op : mOps) {
@@ -281,15 +302,16 @@ Sequence::submit()
     if (stale) {
         // An algorithm was rebuilt or rebound since recording (or an
         // earlier re-recording failed): the recorded commands reference
-        // objects that are gone or changed.
+        // objects that are gone or changed, which left the command buffer
+        // invalid; beginning it again resets it.
+        abandonBatch();
         recordAgain();
+        endBatch();
+    } else if (mRecording) {
         endBatch();
     } else if (!mHasBatch) {
         beginBatch();
         endBatch();
-    }
-    for (auto& op : mOps) {
-        op->preEval(mCommandBuffer);
     }
     collectWaits();
     // With a timeline semaphore the submission's completion is its value:
@@ -319,9 +341,10 @@ Sequence::submit()
         // A submission no host wait has seen complete may still run: the
         // entry barrier orders this one after it. Otherwise nothing needs
         // ordering: a host wait orders all work after it after the work it
-        // waited for.
+        // waited for. On a device the program brought (BYOV), its own work
+        // may be on the queue too.
         std::array<vk::CommandBuffer, 2> commandBuffers = { vk::CommandBuffer(), mCommandBuffer };
-        bool behindOthers = mQueue->unobservedSubmissions.load() > 0;
+        bool behindOthers = mQueue->unobservedSubmissions.load() > 0 || !mDevice->ownsDevice();
         if (behindOthers) {
             commandBuffers[0] = mDevice->entryBarriers().get(mDevice->device(), mQueue->familyIndex);
         }
@@ -499,9 +522,7 @@ Sequence::eval(std::shared_ptr<OpBase> op)
         throw Error("The sequence is already running: call evalAwait() first");
     }
     bool declared = declareOp(op); // checks before the batch is dropped
-    if (mRecording) {
-        endBatch();
-    }
+    abandonBatch();
     beginBatch();
     recordDeclaredOp(op, declared);
     submit();
@@ -526,10 +547,8 @@ Sequence::evalAsync(std::shared_ptr<OpBase> op)
     if (mRunning) {
         throw Error("The sequence is already running: call evalAwait() first");
     }
-    bool declared = declareOp(op);
-    if (mRecording) {
-        endBatch();
-    }
+    bool declared = declareOp(op); // checks before the batch is dropped
+    abandonBatch();
     beginBatch();
     recordDeclaredOp(op, declared);
     submit();
@@ -552,9 +571,7 @@ Sequence::clear()
     if (mRunning) {
         throw Error("Cannot clear a running sequence: call evalAwait() first");
     }
-    if (mRecording) {
-        endBatch();
-    }
+    abandonBatch();
     dropOps();
     mHasBatch = false;
     mStale = false;
@@ -610,9 +627,7 @@ Sequence::rerecord()
     if (mRunning) {
         throw Error("Cannot re-record a running sequence: call evalAwait() first");
     }
-    if (mRecording) {
-        endBatch();
-    }
+    abandonBatch();
     recordAgain();
 }
 
@@ -629,12 +644,8 @@ Sequence::recordAgain()
         // Keeps every operation, so that the next evaluation records them
         // again once the cause is fixed; the half-recorded command buffer is
         // never submitted.
-        if (mRecording) {
-            vkEndCommandBuffer(mCommandBuffer);
-            mRecording = false;
-        }
+        abandonBatch();
         mOps = ops;
-        mHasBatch = false;
         mStale = true;
         throw;
     }

@@ -199,6 +199,9 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     void checkUsable(const char* action) const;
     void beginBatch();
     void endBatch();
+    /** Forgets the batch in the command buffer without ending it (the
+     * buffer is invalid: one of its objects is gone). */
+    void abandonBatch();
     void recordOp(const std::shared_ptr<OpBase>& op);
     /** The checks before recording `op`, and its declared accesses (kept
      * in the barrier tracker); returns whether it declared them. */

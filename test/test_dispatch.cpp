@@ -614,7 +614,7 @@ TEST_P(CustomOperationTest, MissingBarrierAfterADispatchIsReportedBySynchronizat
     auto errors = validationErrors();
     bool hazard = false;
     for (const auto& error : errors) {
-        hazard = hazard || (error.find("SYNC-HAZARD-READ-AFTER-WRITE") != std::string::npos &&
+        hazard = hazard || (isHazard(error, "READ_AFTER_WRITE") &&
                             error.find("COMPUTE_SHADER") != std::string::npos);
     }
     EXPECT_TRUE(hazard) << errors.size() << " validation error(s), none the expected hazard";

@@ -508,7 +508,7 @@ TEST_F(ValidationMechanismTest, HazardOfUserOperationsWithoutBarrierIsCaught)
                                     "VK_LAYER_KHRONOS_validation installed and enabled?";
     bool hazard = false;
     for (const auto& error : errors) {
-        hazard = hazard || error.find("SYNC-HAZARD-READ") != std::string::npos;
+        hazard = hazard || isHazard(error, "READ_AFTER_WRITE");
     }
     EXPECT_TRUE(hazard) << errors[0];
     // Reported through the Kompute log at Error level with the prefix.

@@ -393,6 +393,17 @@ RawDeviceCopy::declareAccesses(std::vector<kp::MemoryAccess>&) const
     return !mBarrier;
 }
 
+bool
+isHazard(const std::string& message, const std::string& kind)
+{
+    std::string dashed = kind;
+    for (char& c : dashed) {
+        c = c == '_' ? '-' : c;
+    }
+    return message.find("SYNC-HAZARD-" + dashed) != std::string::npos ||
+           message.find(kind + " hazard") != std::string::npos;
+}
+
 void
 RawDeviceCopy::preEval(const vk::CommandBuffer&)
 {

@@ -45,6 +45,13 @@ resetValidationErrors();
 void
 installTestLogSink();
 
+/** Whether a validation message reports a synchronization hazard of `kind`
+ * ("READ_AFTER_WRITE", "WRITE_AFTER_READ", ...), as the layer's versions
+ * word it: "SYNC-HAZARD-READ-AFTER-WRITE" (1.3.239) or "READ_AFTER_WRITE
+ * hazard" (later ones, which leave the message ID out of the text). */
+bool
+isHazard(const std::string& message, const std::string& kind);
+
 /** Adds a failure listing the validation errors seen since the last reset,
  * then resets the count. */
 void

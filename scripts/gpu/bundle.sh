@@ -16,11 +16,12 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
     $(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) > /dev/null
 cmake --build "$build" -j"$(nproc)"
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
-cp -L "$build"/libkompute.so.0.9 "$BUNDLE"/
+# Every shared library of the tree (libkompute, libkompute_llm, ...).
+find "$build" -maxdepth 3 -name 'lib*.so.0.9' -exec cp -L {} "$BUNDLE"/ \;
 find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' \) \
     -exec cp {} "$BUNDLE"/ \;
 strip "$BUNDLE"/* 2>/dev/null || true
-cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py "$BUNDLE"/
+cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py tools/latency_table.py "$BUNDLE"/
 # The pytest suites of this tree, so that the device runs this tree's tests.
 cp -r python/tests "$BUNDLE"/python-tests
 

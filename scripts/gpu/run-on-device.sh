@@ -3,7 +3,10 @@
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
 # bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [bench|tests|python-tests|examples|cuda ...]
+#   scripts/gpu/run-on-device.sh [bench|latency|tests|python-tests|examples|cuda ...]
+# latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
+# (the clock falls back when the GPU idles), and the CUDA latency reference,
+# then a table of the figures (tools/latency_table.py).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -64,6 +67,22 @@ for step in "${steps[@]}"; do
         clocks=$!
         timeout 400 $B/kompute-bench ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
         kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
+        ;;
+    latency)
+        (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/latency.cu" -o cuda-latency) 2>&1 | tail -3
+        nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw,utilization.gpu \
+            --format=csv -lms 100 > "$OUT/clocks.csv" 2>&1 &
+        clocks=$!
+        /tmp/cuda-latency warm 1.5
+        for case in a_eval b_one c_dispatch i_python; do
+            /tmp/cuda-latency warm 1.0
+            timeout 150 $B/kompute-bench --filter $case ${BENCH_ARGS:-} --json "$OUT/$case.json" \
+                > "$OUT/$case.txt" 2>&1 || { echo "kompute-bench --filter $case failed:"; tail -20 "$OUT/$case.txt"; }
+        done
+        (/tmp/cuda-latency && /tmp/cuda-latency block) 2>&1 | tee "$OUT/cuda-latency.txt"
+        kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
+        python3 $B/latency_table.py "$OUT"/a_eval.json "$OUT"/b_one.json "$OUT"/c_dispatch.json \
+            "$OUT"/i_python.json "$OUT/cuda-latency.txt" | tee "$OUT/latency-table.txt"
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

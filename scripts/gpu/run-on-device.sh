@@ -42,12 +42,17 @@ for step in "${steps[@]}"; do
     tests)
         export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
         export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
-        pass=0; fail=0
+        # One log per binary would pass the device tool's 8 files: the
+        # logs of the failed ones go into one file.
+        pass=0; fail=0; logs=$(mktemp -d)
+        : > "$OUT/tests-failed.log"
         for t in $B/test_*; do
-            if timeout 300 "$t" --gtest_brief=1 > "$OUT/$(basename "$t").log" 2>&1; then
+            log="$logs/$(basename "$t").log"
+            if timeout 300 "$t" --gtest_brief=1 > "$log" 2>&1; then
                 pass=$((pass+1))
             else
-                fail=$((fail+1)); echo "FAILED: $t"; tail -40 "$OUT/$(basename "$t").log"
+                fail=$((fail+1)); echo "FAILED: $t"; tail -40 "$log"
+                { echo "=== $t"; cat "$log"; } >> "$OUT/tests-failed.log"
             fi
         done
         echo "test binaries: $pass passed, $fail failed" | tee "$OUT/tests.txt"
@@ -74,15 +79,19 @@ for step in "${steps[@]}"; do
             --format=csv -lms 100 > "$OUT/clocks.csv" 2>&1 &
         clocks=$!
         /tmp/cuda-latency warm 1.5
+        # Few files (the device tool returns 8): one log, one JSON per case
+        # kept in /tmp and merged into latency.json.
+        runs=$(mktemp -d)
         for case in a_eval b_one c_dispatch i_python; do
             /tmp/cuda-latency warm 1.0
-            timeout 150 $B/kompute-bench --filter $case ${BENCH_ARGS:-} --json "$OUT/$case.json" \
-                > "$OUT/$case.txt" 2>&1 || { echo "kompute-bench --filter $case failed:"; tail -20 "$OUT/$case.txt"; }
+            timeout 150 $B/kompute-bench --filter $case ${BENCH_ARGS:-} --json "$runs/$case.json" \
+                >> "$OUT/latency.log" 2>&1 || { echo "kompute-bench --filter $case failed"; tail -20 "$OUT/latency.log"; }
         done
         (/tmp/cuda-latency && /tmp/cuda-latency block) 2>&1 | tee "$OUT/cuda-latency.txt"
         kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
-        python3 $B/latency_table.py "$OUT"/a_eval.json "$OUT"/b_one.json "$OUT"/c_dispatch.json \
-            "$OUT"/i_python.json "$OUT/cuda-latency.txt" | tee "$OUT/latency-table.txt"
+        python3 -c 'import json, sys; runs = [json.load(open(p)) for p in sys.argv[2:]]; runs[0]["measurements"] = [m for r in runs for m in r["measurements"]]; json.dump(runs[0], open(sys.argv[1], "w"), indent=1)' \
+            "$OUT/latency.json" "$runs"/*.json
+        python3 $B/latency_table.py "$OUT/latency.json" "$OUT/cuda-latency.txt" | tee "$OUT/latency-table.txt"
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

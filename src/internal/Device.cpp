@@ -187,6 +187,11 @@ Device::submitInSteps(uint32_t steps,
             if (busy) {
                 std::lock_guard<std::mutex> queueLock(queue.mutex);
                 vkQueueWaitIdle(queue.handle);
+                for (int64_t step : inFlight) {
+                    if (step >= 0) {
+                        queue.unobservedSubmissions.fetch_sub(1);
+                    }
+                }
             }
             device.freeCommandBuffers(pool, static_cast<uint32_t>(buffers.size()), buffers.data());
         }
@@ -199,6 +204,7 @@ Device::submitInSteps(uint32_t steps,
         }
         check(device.waitForFences(1, &mOneTimeFences[slot], VK_TRUE, UINT64_MAX),
               "Waiting for a one-time command buffer");
+        target.unobservedSubmissions.fetch_sub(1); // see Queue: sequences order after it
         auto step = static_cast<uint32_t>(inFlight[slot]);
         inFlight[slot] = -1;
         after(step);
@@ -218,6 +224,7 @@ Device::submitInSteps(uint32_t steps,
             std::lock_guard<std::mutex> queueLock(target.mutex);
             check(target.handle.submit(1, &submitInfo, mOneTimeFences[slot]),
                   "Submitting a one-time command buffer");
+            target.unobservedSubmissions.fetch_add(1);
         }
         inFlight[slot] = step;
     }

@@ -57,8 +57,9 @@ struct Queue
     vk::QueueFlags flags;
     uint32_t timestampValidBits = 0;
     std::mutex mutex;
-    /** Sequence submissions on this queue whose completion no host wait
-     * has observed yet (see EntryBarriers). */
+    /** Submissions on this queue (sequences' and one-time ones) whose
+     * completion no host wait has observed yet: a sequence submitted
+     * meanwhile is put behind them (see EntryBarriers). */
     std::atomic<int64_t> unobservedSubmissions{ 0 };
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/Sequence.hpp"
 
+#include <thread>
+
 #include "internal/Barriers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
@@ -9,21 +11,48 @@
 
 namespace kp {
 
+namespace internal {
+
+/** What a Sequence owns on the device. */
+struct SequenceObjects
+{
+    SequenceResources resources;
+    QueryPoolOwner timestamps;
+};
+
+/** The recorded batch is dropped: what only it referred to may go. */
+void
+dropBatch(SequenceObjects& objects)
+{
+    objects.resources.track->batch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+} // namespace internal
+
 using internal::check;
 using logger::format;
 
 // Marks the sequence as in use for the duration of a public call, so that a
 // second thread using it at the same time gets an exception instead of a
-// corrupted command buffer.
+// corrupted command buffer (or, for destroy(), waits for that call).
 class Sequence::UseGuard
 {
   public:
-    explicit UseGuard(const Sequence& sequence)
+    enum class Busy
+    {
+        eThrow,
+        eWait,
+    };
+
+    explicit UseGuard(const Sequence& sequence, Busy busy = Busy::eThrow)
       : mFlag(const_cast<std::atomic<bool>&>(sequence.mInUse))
     {
-        if (mFlag.exchange(true, std::memory_order_acquire)) {
-            throw Error("A kp::Sequence was used from two threads at once: a sequence "
-                        "belongs to one thread at a time (create one per thread)");
+        while (mFlag.exchange(true, std::memory_order_acquire)) {
+            if (busy == Busy::eThrow) {
+                throw Error("A kp::Sequence was used from two threads at once: a sequence "
+                            "belongs to one thread at a time (create one per thread)");
+            }
+            std::this_thread::yield();
         }
     }
     ~UseGuard() { mFlag.store(false, std::memory_order_release); }
@@ -78,7 +107,7 @@ Sequence::Sequence(std::shared_ptr<internal::Device> device,
 void
 Sequence::create()
 {
-    mDevice->checkAlive("Creating a sequence");
+    auto alive = mDevice->lockAlive("Creating a sequence");
     mQueue = &mDevice->queue(mQueueIndex);
     vk::Device device = mDevice->device();
 
@@ -88,29 +117,33 @@ Sequence::create()
                            mQueue->familyIndex));
     }
 
-    internal::SequenceResources resources = mDevice->acquireSequenceResources(mQueue->familyIndex);
-    mCommandPool = resources.commandPool;
-    mCommandBuffer = resources.commandBuffer;
-    mFence = resources.fence;
-    mTimeline = resources.timeline;
-    mSubmissions.store(resources.timelineValue);
+    auto objects = std::make_unique<internal::SequenceObjects>();
+    objects->resources = mDevice->acquireSequenceResources(mQueue->familyIndex);
     try {
         if (mTotalTimestamps > 0) {
             vk::QueryPoolCreateInfo queryInfo(
               {}, vk::QueryType::eTimestamp, mTotalTimestamps + 1);
-            check(device.createQueryPool(&queryInfo, nullptr, &mTimestampPool),
+            vk::QueryPool pool;
+            check(device.createQueryPool(&queryInfo, nullptr, &pool),
                   "Creating a sequence's timestamp query pool");
+            objects->timestamps = internal::QueryPoolOwner(mDevice.get(), pool);
         }
     } catch (...) {
-        destroy();
+        mDevice->releaseSequenceResources(std::move(objects->resources));
         throw;
     }
+    mCommandBuffer = objects->resources.commandPool.commandBuffer;
+    mFence = objects->resources.fence.get();
+    mTimeline = objects->resources.timeline.get();
+    mTimestampPool = objects->timestamps.get();
+    mSubmissions.store(objects->resources.track->submitted.load());
+    mObjects = std::move(objects);
     mDevice->registry().add(this);
 }
 
 Sequence::~Sequence()
 {
-    mDevice->registry().remove(this);
+    internal::Registry::Removal removal(mDevice->registry(), this);
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -140,6 +173,7 @@ Sequence::beginBatch()
     mStale = false;
     vk::CommandBufferBeginInfo beginInfo;
     check(mCommandBuffer.begin(&beginInfo), "Beginning a sequence's command buffer");
+    internal::dropBatch(*mObjects);
     mRecording = true;
     mHasBatch = false;
     mTimestampsReady = false;
@@ -190,7 +224,7 @@ Sequence::recordOp(const std::shared_ptr<OpBase>& op)
     {
         // Operations may bind compute pipelines of their own here: this
         // command buffer belongs to a compute-capable queue.
-        internal::SequenceRecordingScope scope;
+        internal::SequenceRecordingScope scope(mObjects->resources.track);
         op->record(mCommandBuffer);
     }
     mOps.push_back(op);
@@ -213,6 +247,7 @@ Sequence::record(std::shared_ptr<OpBase> op)
 void
 Sequence::submit()
 {
+    mDevice->collectRetired();
     if (mRunning) {
         throw Error("The sequence is already running: call evalAwait() before evaluating it "
                     "again");
@@ -261,7 +296,7 @@ Sequence::submit()
     mSubmissions.store(signalValue);
     mRunning = true;
     mTimestampsReady = false;
-    mDevice->noteSubmitted();
+    trackSubmission(signalValue);
 }
 
 void
@@ -339,7 +374,7 @@ Sequence::await(uint64_t waitFor)
         return;
     }
     mRunning = false;
-    mDevice->noteCompleted();
+    trackCompletion();
     check(result, "Waiting for a sequence");
     mTimestampsReady = mTimestampPool ? true : false;
     for (auto& op : mOps) {
@@ -421,6 +456,9 @@ Sequence::clear()
         endBatch();
     }
     dropOps();
+    if (mObjects) {
+        internal::dropBatch(*mObjects);
+    }
     mHasBatch = false;
     mStale = false;
     mTimestampsReady = false;
@@ -464,7 +502,7 @@ Sequence::isRunning() const
 bool
 Sequence::isInit() const
 {
-    return mFence && mCommandBuffer && mCommandPool && mDevice && mDevice->isAlive();
+    return mObjects && mDevice && mDevice->isAlive();
 }
 
 void
@@ -506,34 +544,35 @@ Sequence::recordAgain()
 }
 
 void
+Sequence::trackSubmission(uint64_t value)
+{
+    mObjects->resources.track->submitted.store(value, std::memory_order_release);
+    mObjects->resources.fencePending = true;
+}
+
+void
+Sequence::trackCompletion()
+{
+    mObjects->resources.fencePending = false;
+    if (!mTimeline) {
+        // Without a timeline semaphore the fence, just seen signalled, is
+        // the submission's only sync object.
+        auto& track = *mObjects->resources.track;
+        track.completed.store(track.submitted.load(), std::memory_order_release);
+    }
+    mDevice->collectRetired();
+}
+
+void
 Sequence::destroy()
 {
-    UseGuard guard(*this);
-    if (!mDevice) {
+    UseGuard guard(*this, UseGuard::Busy::eWait);
+    if (!mObjects) {
         return;
     }
-    vk::Device device = mDevice->isAlive() ? mDevice->device() : vk::Device();
-    if (device) {
-        if (mRunning) {
-            vk::Result result = device.waitForFences(1, &mFence, VK_TRUE, UINT64_MAX);
-            if (result != vk::Result::eSuccess) {
-                KP_LOG_ERROR("Waiting for a sequence before destroying it failed: {}",
-                             vk::to_string(result));
-            }
-            mDevice->noteCompleted();
-        }
-        if (mTimestampPool) {
-            device.destroyQueryPool(mTimestampPool);
-        }
-        internal::SequenceResources resources;
-        resources.family = mQueue != nullptr ? mQueue->familyIndex : 0;
-        resources.commandPool = mCommandPool;
-        resources.commandBuffer = mCommandBuffer;
-        resources.fence = mFence;
-        resources.timeline = mTimeline;
-        resources.timelineValue = mSubmissions.load();
-        mDevice->releaseSequenceResources(resources);
-    }
+    std::unique_ptr<internal::SequenceObjects> objects = std::move(mObjects);
+    std::vector<std::shared_ptr<OpBase>> ops;
+    ops.swap(mOps);
     mRunning = false;
     mRecording = false;
     mHasBatch = false;
@@ -542,8 +581,14 @@ Sequence::destroy()
     mWaits.clear();
     mFence = vk::Fence();
     mCommandBuffer = vk::CommandBuffer();
-    mCommandPool = vk::CommandPool();
-    dropOps();
+    // Work in flight may still use them: the device frees them when it is
+    // done (and keeps the command pool, fence and semaphore for reuse).
+    internal::dropBatch(*objects);
+    mDevice->retire(std::move(objects->timestamps));
+    mDevice->releaseSequenceResources(std::move(objects->resources));
+    // The operations' memory objects and algorithms retire their own
+    // objects as the last references go.
+    ops.clear();
 }
 
 std::vector<std::uint64_t>

@@ -12,6 +12,8 @@
 
 #include <vulkan/vulkan.hpp>
 
+#include "internal/Owners.hpp"
+
 namespace kp {
 namespace internal {
 
@@ -37,12 +39,11 @@ bool shaderCopiesByDefault(const vk::PhysicalDeviceProperties& properties);
 /** The pipeline of the copy shader, one per device, made on first use. */
 struct ShaderCopyPipeline
 {
-    vk::DescriptorSetLayout setLayout;
-    vk::PipelineLayout layout;
-    vk::Pipeline pipeline;
+    DescriptorSetLayoutOwner setLayout;
+    PipelineLayoutOwner layout;
+    PipelineOwner pipeline;
 
-    ShaderCopyPipeline(vk::Device device, vk::PipelineCache cache);
-    void destroy(vk::Device device);
+    ShaderCopyPipeline(const Device* context, vk::Device device, vk::PipelineCache cache);
 };
 
 /** Records the copy of the first `bytes` (a multiple of 16) of the buffers
@@ -51,26 +52,6 @@ void recordShaderCopy(const vk::CommandBuffer& cmd,
                       const ShaderCopyPipeline& pipeline,
                       vk::DescriptorSet set,
                       vk::DeviceSize bytes);
-
-/**
- * Marks, for the calling thread, that operations are being recorded into a
- * kp::Sequence's command buffer, which belongs to a compute-capable queue.
- * Operations recorded elsewhere (a command buffer of the program's own, on a
- * queue of unknown capabilities) use no compute pipeline of their own.
- */
-class SequenceRecordingScope
-{
-  public:
-    SequenceRecordingScope();
-    ~SequenceRecordingScope();
-    SequenceRecordingScope(const SequenceRecordingScope&) = delete;
-    SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
-
-    static bool active();
-
-  private:
-    bool mWasActive;
-};
 
 } // namespace internal
 } // namespace kp

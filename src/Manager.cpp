@@ -871,10 +871,5 @@ Manager::pipelineStats() const
     return stats;
 }
 
-bool
-Manager::usesStagingForDeviceMemory() const
-{
-    return device()->stagingForDeviceMemory();
-}
 
 } // namespace kp

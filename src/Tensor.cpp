@@ -34,16 +34,16 @@ struct BufferPlan
 };
 
 // Which memory the primary buffer lives in, and whether a staging twin is
-// needed for the host view (API.md 2.1, with the unified-memory shortcut).
+// needed for the host view (API.md 2.1). An eDevice tensor has one on every
+// device, unified-memory ones included: its host view is distinct from its
+// device memory everywhere, as upstream, so programs compute the same on
+// every device. eHost and eDeviceAndHost are the zero-copy types.
 BufferPlan
-planPrimary(Memory::MemoryTypes memoryType, bool stagingForDeviceMemory)
+planPrimary(Memory::MemoryTypes memoryType)
 {
     switch (memoryType) {
         case Memory::MemoryTypes::eDevice:
-            if (stagingForDeviceMemory) {
-                return { Flags::eDeviceLocal, {}, true };
-            }
-            return { Flags::eDeviceLocal | kHostCoherent, Flags::eHostCached, false };
+            return { Flags::eDeviceLocal, {}, true };
         case Memory::MemoryTypes::eHost:
             return { kHostCoherent, Flags::eHostCached, false };
         case Memory::MemoryTypes::eStorage:
@@ -126,7 +126,7 @@ Tensor::~Tensor()
 void
 Tensor::create(const void* data)
 {
-    BufferPlan plan = planPrimary(mMemoryType, mDevice->stagingForDeviceMemory());
+    BufferPlan plan = planPrimary(mMemoryType);
     vk::DeviceSize bytes = memorySize();
     mPrimary = std::make_shared<BufferOwner>(createBuffer(
       *mDevice, bytes, kPrimaryUsage, plan.required, plan.preferred, "tensor buffer"));

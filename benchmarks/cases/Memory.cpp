@@ -119,7 +119,7 @@ BENCH_CASE("d_sync_bandwidth", "OpSyncDevice / OpSyncLocal of eDevice tensors, t
         if (back != user) {
             throw std::runtime_error("d_sync_bandwidth: download() did not return what upload() sent");
         }
-        up.notes["staging"] = mgr.usesStagingForDeviceMemory() ? "yes" : "no (unified memory)";
+        up.notes["staging"] = tensor->getStagingBuffer() ? "yes" : "no";
 
         // The raw baseline: pinned (host-visible, cached) memory and a
         // device-local buffer, the copy pre-recorded; measured with and

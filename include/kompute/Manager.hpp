@@ -342,8 +342,6 @@ class Manager
     MemoryStats memoryStats() const;
     /** Shader modules and pipelines created, and pipelines alive. */
     PipelineStats pipelineStats() const;
-    /** True when eDevice tensors have a staging copy for their host view. */
-    bool usesStagingForDeviceMemory() const;
 
   private:
     /** The device context; throws kp::DestroyedError after destroy(). */

@@ -123,15 +123,16 @@ class Memory
     uint32_t getX() const { return mX; }
     uint32_t getY() const { return mY; }
 
-    /** True when the host view is the device memory itself (eHost,
-     * eDeviceAndHost, and eDevice on unified-memory devices): no staging
-     * copy is made and OpSyncDevice/OpSyncLocal only add barriers (ours). */
+    /** True when the host view is the device memory itself (eHost and
+     * eDeviceAndHost, on every device): no staging copy is made and
+     * OpSyncDevice/OpSyncLocal only add barriers. eDevice views are a copy
+     * of their own everywhere, moved only by the sync operations (ours). */
     bool isHostViewDirect() const { return mHostViewIsPrimary; }
 
     // --- Host view --------------------------------------------------------
 
-    /** Pointer to the host view (mapped memory; staging memory for eDevice
-     * on discrete GPUs). nullptr for eStorage, which has no host view. The
+    /** Pointer to the host view (mapped memory; staging memory for
+     * eDevice). nullptr for eStorage, which has no host view. The
      * pointer is valid until destroy(). */
     void* rawData();
 

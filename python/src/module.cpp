@@ -389,8 +389,9 @@ NB_MODULE(_kp, m)
            "False once destroyed (directly or by its Manager's destroy()).")
       .def("is_host_view_direct", &Memory::isHostViewDirect, keepGil,
            "True when the host view is the device memory itself (host and deviceAndHost "
-           "tensors, and device tensors on unified-memory devices): no staging copy, and "
-           "OpSyncDevice / OpSyncLocal only order accesses (ours).")
+           "tensors, on every device): no staging copy, and OpSyncDevice / OpSyncLocal only "
+           "order accesses. Device tensors' host views are a copy of their own everywhere "
+           "(ours).")
       .def("destroy", &Memory::destroy, releaseGil,
            "Frees the GPU memory, without waiting: once work in flight that may use it has "
            "completed. Afterwards every use raises kp.DestroyedError (arrays from data() stay "
@@ -999,10 +1000,6 @@ NB_MODULE(_kp, m)
         "Pipeline objects (ours): shader_modules_created, pipelines_created, live_pipelines. "
         "Algorithms of the same SPIR-V, specialization constants and layout share one shader "
         "module, pipeline layout and pipeline.")
-      .def("uses_staging_for_device_memory", &kp::Manager::usesStagingForDeviceMemory, keepGil,
-           "True when device tensors get a staging copy for their host view (discrete GPUs, "
-           "or KOMPUTE_ENV_FORCE_STAGING=1); False on unified-memory devices, where their host "
-           "view is the device memory itself (ours).")
       .def("queue_count", &kp::Manager::queueCount, keepGil,
            "Number of queues (sequence(queue_index) takes queue_index below it) (ours).")
       .def("queue_family_index", &kp::Manager::queueFamilyIndex, "queue_index"_a, keepGil,

@@ -8,8 +8,6 @@ import pytest
 import kp
 from shaders import compile_cached
 
-STAGING_MODES = True
-
 # Every dtype a storage image can hold.
 IMAGE_DTYPES = ["float32", "float16", "uint32", "int32", "uint16", "int16", "uint8", "int8"]
 CHANNELS = [1, 2, 4]

@@ -11,8 +11,6 @@ import kp
 
 from shaders import TWICE_PLUS_ONE, compile_cached, typed_double_shader
 
-STAGING_MODES = True  # see conftest.py
-
 # numpy dtype -> (kp data type, sample values)
 DTYPES = {
     "bool": (kp.DataTypes.bool, [True, False, True, True]),

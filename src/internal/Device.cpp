@@ -28,21 +28,6 @@ environmentFlag(const char* name, bool fallback = false)
     return std::strcmp(value, "0") != 0;
 }
 
-// Host-visible device-local memory only pays off where it is ordinary
-// memory: CPU drivers and integrated GPUs. On discrete GPUs such memory is a
-// PCIe window that the host reads very slowly, so a staging copy is faster.
-bool
-hasUnifiedMemory(const vk::PhysicalDeviceProperties& properties,
-                 const Allocator& allocator)
-{
-    bool integrated = properties.deviceType == vk::PhysicalDeviceType::eIntegratedGpu ||
-                      properties.deviceType == vk::PhysicalDeviceType::eCpu;
-    auto unified = vk::MemoryPropertyFlagBits::eDeviceLocal |
-                   vk::MemoryPropertyFlagBits::eHostVisible |
-                   vk::MemoryPropertyFlagBits::eHostCoherent;
-    return integrated && allocator.findMemoryType(~0u, unified, unified) >= 0;
-}
-
 } // namespace
 
 Device::Device(const Handles& handles,
@@ -70,8 +55,6 @@ Device::Device(const Handles& handles,
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
     mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
     mPipelines = std::make_unique<SharedPipelines>(*this);
-    mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
-                              !hasUnifiedMemory(mProperties, *mAllocator);
     mShaderCopies = environmentFlag("KOMPUTE_ENV_SHADER_COPY", shaderCopiesByDefault(mProperties));
 }
 

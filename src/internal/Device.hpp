@@ -130,10 +130,6 @@ class Device
     /** Adds a queue handle obtained by the caller (standalone contexts). */
     void adoptQueue(vk::Queue handle, uint32_t familyIndex);
 
-    /** Whether eDevice memory gets a separate staging buffer. False on
-     * unified-memory devices, where device-local memory is host-visible. */
-    bool stagingForDeviceMemory() const { return mStagingForDeviceMemory; }
-
     /** Whether OpCopy copies large device-local tensors by shader (see
      * internal/ShaderCopy.hpp). */
     bool shaderCopies() const { return mShaderCopies; }
@@ -289,7 +285,6 @@ class Device
     std::mutex mPipelineCacheMutex;
     PipelineCacheOwner mPipelineCache;
     Registry mRegistry;
-    bool mStagingForDeviceMemory = true;
     bool mShaderCopies = false;
     std::mutex mShaderCopyMutex;
     std::unique_ptr<ShaderCopyPipeline> mShaderCopyPipeline;

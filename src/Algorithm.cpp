@@ -2,13 +2,15 @@
 #include "kompute/Algorithm.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <spirv/unified1/spirv.hpp>
 
+#include "internal/Batches.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/Pipelines.hpp"
 #include "internal/SpirvReflection.hpp"
-#include "internal/SpirvValidation.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -18,15 +20,13 @@ using logger::format;
 
 namespace internal {
 
-/** The Vulkan objects of a built algorithm. */
+/** The Vulkan objects of a built algorithm: its pipeline (shared with
+ * algorithms of the same SPIR-V, constants and layout) and its own
+ * descriptor set. */
 struct AlgorithmObjects
 {
-    vk::DescriptorSetLayout descriptorSetLayout;
-    DescriptorSetAllocation descriptorSet;
-    vk::PipelineLayout pipelineLayout;
-    vk::ShaderModule shaderModule;
-    vk::Pipeline pipeline;
-    std::vector<vk::DescriptorType> bindingTypes;
+    std::shared_ptr<const SharedPipeline> pipeline;
+    DescriptorSetOwner descriptorSet;
 };
 
 } // namespace internal
@@ -339,6 +339,7 @@ Algorithm::Algorithm(std::shared_ptr<internal::Device> device,
                      const ConstantBytes& specializationConstants,
                      const ConstantBytes& pushConstants)
   : mDevice(std::move(device))
+  , mRecordedIn(std::make_unique<internal::BatchReferences>())
 {
     if (!memObjects.empty() && !spirv.empty()) {
         rebuild(memObjects, spirv, workgroup, specializationConstants, pushConstants);
@@ -357,8 +358,9 @@ Algorithm::Algorithm(std::shared_ptr<internal::Device> device,
 
 Algorithm::~Algorithm()
 {
+    std::optional<internal::Registry::Removal> removal;
     if (mRegistered) {
-        mDevice->registry().remove(this);
+        removal.emplace(mDevice->registry(), this);
     }
     try {
         destroy();
@@ -385,7 +387,8 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
         mDevice->registry().add(this);
         mRegistered = true;
     }
-    mDevice->checkAlive("Building an algorithm");
+    auto alive = mDevice->lockAlive("Building an algorithm");
+    mDevice->collectRetired();
     for (size_t i = 0; i < memObjects.size(); ++i) {
         if (memObjects[i]->mDevice->device() != mDevice->device()) {
             throw Error(format("Algorithm: memory object {} belongs to another Manager", i));
@@ -396,10 +399,12 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
     const ConstantBytes& push = pushConstants.empty() ? mPushConstants : pushConstants;
     const auto& limits = mDevice->properties().limits;
 
-    // Everything is checked before the driver sees the module.
-    uint32_t apiVersion = mDevice->properties().apiVersion;
-    internal::validateSpirv(spirv, apiVersion);
-    internal::ReflectedModule module = internal::reflect(spirv);
+    // Everything is checked before the driver sees the module. The module
+    // is validated and read once per device: algorithms of the same SPIR-V
+    // share that work, and their pipeline.
+    internal::SharedPipelines& pipelines = mDevice->pipelines();
+    std::shared_ptr<const internal::ShaderEntry> shader = pipelines.shader(spirv);
+    const internal::ReflectedModule& module = shader->module;
     if (std::find(module.computeEntryPoints.begin(), module.computeEntryPoints.end(), "main") ==
         module.computeEntryPoints.end()) {
         throw Error("The SPIR-V module has no compute (GLCompute) entry point named 'main'");
@@ -429,12 +434,25 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
         resolved = candidate;
     }
 
-    // Copies first: `spec` or `push` may refer to our own members.
+    // Vulkan sizes push-constant ranges in multiples of 4 bytes; a block of
+    // 16-bit values can be smaller, so the range is rounded up (and the
+    // pushed bytes are padded to match, see recordBindPush).
+    internal::PipelineLayoutKey layout;
+    for (const auto& memory : memObjects) {
+        layout.bindings.push_back(memory->getDescriptorType());
+    }
+    layout.pushConstantBytes = push.empty() ? 0 : static_cast<uint32_t>(paddedPushSize(push.bytes.size()));
+    auto objects = std::make_unique<internal::AlgorithmObjects>();
+    objects->pipeline = pipelines.pipeline(shader, spec, layout);
+    objects->descriptorSet = allocateDescriptorSet(*objects->pipeline);
+
+    // Built: only now is the previous state replaced. Copies first: `spec`
+    // or `push` may refer to our own members.
     ConstantBytes newSpec = spec;
     ConstantBytes newPush = push;
     release();
     mMemObjects = memObjects;
-    mSpirv = spirv;
+    mSpirv.clear(); // the shared module holds the words
     mSpecializationConstants = std::move(newSpec);
     mPushConstants = std::move(newPush);
     mDeclaredPushConstantBytes = module.pushConstantBytes.value_or(0);
@@ -453,84 +471,28 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
         }
     }
 
-    vk::Device device = mDevice->device();
-    auto objects = std::make_unique<internal::AlgorithmObjects>();
-    struct Cleanup
-    {
-        Algorithm* self;
-        std::unique_ptr<internal::AlgorithmObjects>* objects;
-        bool done = false;
-        ~Cleanup()
-        {
-            if (!done) {
-                self->mObjects = std::move(*objects);
-                self->release();
-            }
-        }
-    } cleanup{ this, &objects };
-
-    std::vector<vk::DescriptorSetLayoutBinding> bindings;
-    uint32_t buffers = 0;
-    uint32_t images = 0;
-    for (uint32_t i = 0; i < mMemObjects.size(); ++i) {
-        vk::DescriptorType type = mMemObjects[i]->getDescriptorType();
-        (type == vk::DescriptorType::eStorageImage ? images : buffers) += 1;
-        objects->bindingTypes.push_back(type);
-        bindings.emplace_back(i, type, 1, vk::ShaderStageFlagBits::eCompute);
-    }
-    vk::DescriptorSetLayoutCreateInfo layoutInfo(
-      {}, static_cast<uint32_t>(bindings.size()), bindings.data());
-    check(device.createDescriptorSetLayout(&layoutInfo, nullptr, &objects->descriptorSetLayout),
-          "Creating an algorithm's descriptor set layout");
-    objects->descriptorSet =
-      mDevice->descriptorPools().allocate(objects->descriptorSetLayout, buffers, images);
-
-    // Vulkan sizes push-constant ranges in multiples of 4 bytes; a block of
-    // 16-bit values can be smaller, so the range is rounded up (and the
-    // pushed bytes are padded to match, see recordBindPush).
-    vk::PushConstantRange pushRange(vk::ShaderStageFlagBits::eCompute,
-                                    0,
-                                    static_cast<uint32_t>(paddedPushSize(mPushConstants.bytes.size())));
-    vk::PipelineLayoutCreateInfo pipelineLayoutInfo(
-      {}, 1, &objects->descriptorSetLayout, mPushConstants.empty() ? 0 : 1, &pushRange);
-    check(device.createPipelineLayout(&pipelineLayoutInfo, nullptr, &objects->pipelineLayout),
-          "Creating an algorithm's pipeline layout");
-
-    vk::ShaderModuleCreateInfo moduleInfo({}, mSpirv.size() * sizeof(uint32_t), mSpirv.data());
-    check(device.createShaderModule(&moduleInfo, nullptr, &objects->shaderModule),
-          "Creating an algorithm's shader module");
-
-    std::vector<vk::SpecializationMapEntry> entries;
-    for (uint32_t i = 0; i < mSpecializationConstants.count(); ++i) {
-        entries.emplace_back(i, i * mSpecializationConstants.elementSize, mSpecializationConstants.elementSize);
-    }
-    vk::SpecializationInfo specialization(static_cast<uint32_t>(entries.size()),
-                                          entries.data(),
-                                          mSpecializationConstants.bytes.size(),
-                                          mSpecializationConstants.bytes.data());
-    vk::PipelineShaderStageCreateInfo stage({},
-                                            vk::ShaderStageFlagBits::eCompute,
-                                            objects->shaderModule,
-                                            "main",
-                                            entries.empty() ? nullptr : &specialization);
-    vk::ComputePipelineCreateInfo pipelineInfo({}, stage, objects->pipelineLayout);
-    check(device.createComputePipelines(
-            mDevice->pipelineCache(), 1, &pipelineInfo, nullptr, &objects->pipeline),
-          "Creating an algorithm's compute pipeline");
-
     mObjects = std::move(objects);
-    cleanup.done = true;
-    writeDescriptors();
+    writeDescriptors(mObjects->descriptorSet.get(), mMemObjects);
     ++mGeneration;
 }
 
+internal::DescriptorSetOwner
+Algorithm::allocateDescriptorSet(const internal::SharedPipeline& pipeline)
+{
+    return internal::DescriptorSetOwner(
+      mDevice.get(),
+      mDevice->descriptorPools().allocate(
+        pipeline.setLayout.get(), pipeline.storageBuffers, pipeline.storageImages));
+}
+
 void
-Algorithm::writeDescriptors()
+Algorithm::writeDescriptors(vk::DescriptorSet set,
+                            const std::vector<std::shared_ptr<Memory>>& memObjects)
 {
     std::vector<vk::WriteDescriptorSet> writes;
-    writes.reserve(mMemObjects.size());
-    for (uint32_t i = 0; i < mMemObjects.size(); ++i) {
-        writes.push_back(mMemObjects[i]->constructDescriptorSet(mObjects->descriptorSet.set, i));
+    writes.reserve(memObjects.size());
+    for (uint32_t i = 0; i < memObjects.size(); ++i) {
+        writes.push_back(memObjects[i]->constructDescriptorSet(set, i));
     }
     mDevice->device().updateDescriptorSets(
       static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
@@ -541,10 +503,11 @@ Algorithm::setMemObjects(const std::vector<std::shared_ptr<Memory>>& memObjects)
 {
     checkUsable("Algorithm::setMemObjects");
     checkMemObjectList(memObjects, "Algorithm::setMemObjects");
-    if (memObjects.size() != mObjects->bindingTypes.size()) {
+    const std::vector<vk::DescriptorType>& bindingTypes = mObjects->pipeline->layoutKey.bindings;
+    if (memObjects.size() != bindingTypes.size()) {
         throw Error(format("Algorithm::setMemObjects: the algorithm has {} binding(s), but {} "
                            "memory object(s) were given",
-                           mObjects->bindingTypes.size(),
+                           bindingTypes.size(),
                            memObjects.size()));
     }
     const auto& limits = mDevice->properties().limits;
@@ -554,13 +517,12 @@ Algorithm::setMemObjects(const std::vector<std::shared_ptr<Memory>>& memObjects)
                                "Manager",
                                i));
         }
-        if (memObjects[i]->getDescriptorType() != mObjects->bindingTypes[i]) {
+        if (memObjects[i]->getDescriptorType() != bindingTypes[i]) {
             throw Error(format("Algorithm::setMemObjects: binding {} holds a {}, but a {} was "
                                "given",
                                i,
-                               mObjects->bindingTypes[i] == vk::DescriptorType::eStorageImage
-                                 ? "image"
-                                 : "tensor",
+                               bindingTypes[i] == vk::DescriptorType::eStorageImage ? "image"
+                                                                                    : "tensor",
                                memoryKindName(*memObjects[i])));
         }
         if (memObjects[i]->getDescriptorType() == vk::DescriptorType::eStorageBuffer &&
@@ -572,11 +534,14 @@ Algorithm::setMemObjects(const std::vector<std::shared_ptr<Memory>>& memObjects)
                                limits.maxStorageBufferRange));
         }
     }
-    // A descriptor set must not change while a submitted command buffer
-    // uses it; recorded sequences re-record at their next evaluation.
-    mDevice->waitForPendingWork();
+    // A submitted command buffer may still use the current descriptor set:
+    // the new objects go into a fresh one, and the old one to the retire
+    // list. Recorded sequences re-record at their next evaluation.
+    internal::DescriptorSetOwner fresh = allocateDescriptorSet(*mObjects->pipeline);
+    writeDescriptors(fresh.get(), memObjects);
+    std::swap(mObjects->descriptorSet, fresh);
     mMemObjects = memObjects;
-    writeDescriptors();
+    mDevice->retireRecorded(*mRecordedIn, std::move(fresh));
     ++mGeneration;
 }
 
@@ -584,12 +549,18 @@ void
 Algorithm::recordBindCore(const vk::CommandBuffer& commandBuffer)
 {
     checkUsable("Algorithm::recordBindCore");
-    commandBuffer.bindPipeline(vk::PipelineBindPoint::eCompute, mObjects->pipeline);
+    // The batch now refers to the pipeline, the descriptor set and, through
+    // it, every memory object's buffer or image.
+    mRecordedIn->noteRecorded();
+    for (const auto& memory : mMemObjects) {
+        memory->noteRecorded();
+    }
+    commandBuffer.bindPipeline(vk::PipelineBindPoint::eCompute, mObjects->pipeline->pipeline.get());
     commandBuffer.bindDescriptorSets(vk::PipelineBindPoint::eCompute,
-                                     mObjects->pipelineLayout,
+                                     mObjects->pipeline->layout.get(),
                                      0,
                                      1,
-                                     &mObjects->descriptorSet.set,
+                                     mObjects->descriptorSet.address(),
                                      0,
                                      nullptr);
 }
@@ -598,6 +569,7 @@ void
 Algorithm::recordBindPush(const vk::CommandBuffer& commandBuffer)
 {
     checkUsable("Algorithm::recordBindPush");
+    mRecordedIn->noteRecorded();
     if (!mPushConstants.empty()) {
         size_t size = paddedPushSize(mPushConstants.bytes.size());
         const void* bytes = mPushConstants.bytes.data();
@@ -607,7 +579,7 @@ Algorithm::recordBindPush(const vk::CommandBuffer& commandBuffer)
             padded.resize(size, 0);
             bytes = padded.data();
         }
-        commandBuffer.pushConstants(mObjects->pipelineLayout,
+        commandBuffer.pushConstants(mObjects->pipeline->layout.get(),
                                     vk::ShaderStageFlagBits::eCompute,
                                     0,
                                     static_cast<uint32_t>(size),
@@ -625,7 +597,7 @@ Algorithm::recordDispatch(const vk::CommandBuffer& commandBuffer)
 bool
 Algorithm::isInit() const
 {
-    return mObjects && mObjects->pipeline && mDevice && mDevice->isAlive();
+    return mObjects && mDevice && mDevice->isAlive();
 }
 
 void
@@ -705,19 +677,19 @@ Algorithm::setPushConstants(const ConstantBytes& pushConstants)
 vk::Pipeline
 Algorithm::getPipeline() const
 {
-    return mObjects ? mObjects->pipeline : vk::Pipeline();
+    return mObjects ? mObjects->pipeline->pipeline.get() : vk::Pipeline();
 }
 
 vk::PipelineLayout
 Algorithm::getPipelineLayout() const
 {
-    return mObjects ? mObjects->pipelineLayout : vk::PipelineLayout();
+    return mObjects ? mObjects->pipeline->layout.get() : vk::PipelineLayout();
 }
 
 vk::DescriptorSet
 Algorithm::getDescriptorSet() const
 {
-    return mObjects ? mObjects->descriptorSet.set : vk::DescriptorSet();
+    return mObjects ? mObjects->descriptorSet.get() : vk::DescriptorSet();
 }
 
 void
@@ -726,18 +698,10 @@ Algorithm::release()
     if (!mObjects) {
         return;
     }
-    if (mDevice && mDevice->isAlive()) {
-        mDevice->waitForPendingWork();
-        vk::Device device = mDevice->device();
-        if (mObjects->pipeline) device.destroyPipeline(mObjects->pipeline);
-        if (mObjects->shaderModule) device.destroyShaderModule(mObjects->shaderModule);
-        if (mObjects->pipelineLayout) device.destroyPipelineLayout(mObjects->pipelineLayout);
-        mDevice->descriptorPools().free(mObjects->descriptorSet);
-        if (mObjects->descriptorSetLayout) {
-            device.destroyDescriptorSetLayout(mObjects->descriptorSetLayout);
-        }
-    }
-    mObjects.reset();
+    // Submitted work may still use the pipeline and descriptor set: the
+    // device lets go of them when it is done (the pipeline itself goes with
+    // the last algorithm that shares it).
+    mDevice->retireRecorded(*mRecordedIn, std::move(mObjects));
     ++mGeneration;
 }
 
@@ -745,6 +709,8 @@ void
 Algorithm::destroy()
 {
     release();
+    // An inert algorithm keeps no memory objects alive.
+    mMemObjects.clear();
 }
 
 void

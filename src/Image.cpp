@@ -7,6 +7,7 @@
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "internal/HostCopy.hpp"
+#include "internal/Owners.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -62,7 +63,7 @@ isHostVisibleType(Memory::MemoryTypes memoryType)
 
 // A tightly packed host-visible buffer (the host view, or a one-time upload
 // buffer). Cached memory is preferred because the host reads it back.
-internal::CreatedBuffer
+internal::BufferOwner
 createHostBuffer(internal::Device& device, vk::DeviceSize size, const char* what)
 {
     return internal::createBuffer(device, size, kStagingUsage, kHostCoherent, Flags::eHostCached, what);
@@ -250,14 +251,15 @@ Image::Image(std::shared_ptr<internal::Device> device,
            y)
   , mNumChannels(numChannels)
 {
-    mDevice->checkAlive("Creating an image");
+    auto alive = mDevice->lockAlive("Creating an image");
+    mDevice->collectRetired();
     create(data, dataSize, tiling);
-    mDevice->registry().add(this);
+    mDevice->registry().add(this, [](Memory& memory) { static_cast<Image&>(memory).Image::destroy(); });
 }
 
 Image::~Image()
 {
-    mDevice->registry().remove(this);
+    internal::Registry::Removal removal(mDevice->registry(), static_cast<Memory*>(this));
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -268,7 +270,7 @@ Image::~Image()
 void
 Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> tiling)
 {
-    if (data != nullptr && dataSize != size()) {
+    if (data != nullptr && dataSize < size()) {
         throw Error(format("An image of {} x {} pixels with {} channel(s) holds {} elements, but "
                            "{} were given",
                            mX,
@@ -277,6 +279,17 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
                            size(),
                            dataSize));
     }
+    if (data != nullptr && dataSize > size()) {
+        // As upstream: the first width x height x channels values are used.
+        KP_LOG_WARN("An image of {} x {} pixels with {} channel(s) holds {} elements, but {} were "
+                    "given: the first {} are used and the rest is ignored",
+                    mX,
+                    mY,
+                    mNumChannels,
+                    size(),
+                    dataSize,
+                    size());
+    }
     if (mDevice->queueCount() == 0) {
         throw Error("An image is moved to GENERAL layout when it is created, which needs a "
                     "queue: create images through a kp::Manager (or on a Manager's device), "
@@ -284,8 +297,10 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
     }
     bool hostVisible = isHostVisibleType(mMemoryType);
     if (tiling && *tiling == vk::ImageTiling::eOptimal && hostVisible) {
-        throw Error(format("Optimal tiling is only for eDevice and eStorage images; an {} image "
-                           "must be linear (or give no tiling)",
+        throw Error(format("Image with optimal tiling is only supported for eDevice and eStorage "
+                           "images: an {} image lives in host-visible memory, which Kompute "
+                           "gives linear images only; give linear tiling or none, or use "
+                           "eDevice memory",
                            toString(mMemoryType)));
     }
     if (tiling && *tiling != vk::ImageTiling::eOptimal && *tiling != vk::ImageTiling::eLinear) {
@@ -354,6 +369,8 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
     vk::Image image;
     check(device.createImage(&info, nullptr, &image),
           format("Creating a {} x {} {} image", mX, mY, vk::to_string(mFormat)));
+    mImage = std::make_unique<internal::ImageOwner>();
+    mImage->adoptImage(mDevice.get(), image);
     mPrimaryImage = std::make_shared<vk::Image>(image);
 
     try {
@@ -361,44 +378,35 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
         vk::MemoryRequirements requirements = device.getImageMemoryRequirements(image);
         auto kind = mTiling == vk::ImageTiling::eOptimal ? internal::ResourceKind::eOptimal
                                                          : internal::ResourceKind::eLinear;
-        mPrimaryAllocation = std::make_unique<internal::Allocation>(mDevice->allocator().allocate(
+        mImage->adoptMemory(mDevice->allocator().allocate(
           requirements, plan.required, plan.preferred, kind, "image"));
-        check(vkBindImageMemory(
-                device, image, mPrimaryAllocation->memory, mPrimaryAllocation->offset),
+        const internal::Allocation& memory = mImage->allocation();
+        check(vkBindImageMemory(device, image, memory.memory, memory.offset),
               "Binding memory to an image");
 
         vk::ImageViewCreateInfo viewInfo(
           {}, image, vk::ImageViewType::e2D, mFormat, vk::ComponentMapping(), kWholeImage);
-        check(device.createImageView(&viewInfo, nullptr, &mImageView), "Creating an image view");
+        vk::ImageView view;
+        check(device.createImageView(&viewInfo, nullptr, &view), "Creating an image view");
+        mImage->adoptView(view);
 
         if (mMemoryType != MemoryTypes::eStorage) {
-            internal::CreatedBuffer staging = createHostBuffer(*mDevice, memorySize(), "image staging buffer");
-            mStagingBuffer = std::make_shared<vk::Buffer>(staging.buffer);
-            mStagingAllocation = std::make_unique<internal::Allocation>(staging.allocation);
-            mHostView = mStagingAllocation->mapped;
+            mStaging = std::make_shared<internal::BufferOwner>(
+              createHostBuffer(*mDevice, memorySize(), "image staging buffer"));
+            mStagingBuffer = std::make_shared<vk::Buffer>(mStaging->buffer());
+            mHostView = mStaging->mapped();
         }
         initialiseHostView(data);
 
         // The one layout change of the image's life (see Image.hpp), with
-        // the initial data uploaded in the same submission.
-        std::optional<internal::CreatedBuffer> upload;
-        struct Release
-        {
-            internal::Device& device;
-            std::optional<internal::CreatedBuffer>& upload;
-            ~Release()
-            {
-                if (upload) {
-                    device.device().destroyBuffer(upload->buffer);
-                    device.allocator().free(upload->allocation);
-                }
-            }
-        } release{ *mDevice, upload };
-        vk::Buffer source = mStagingBuffer ? *mStagingBuffer : vk::Buffer();
+        // the initial data uploaded in the same submission (the upload
+        // buffer goes once it has completed).
+        internal::BufferOwner upload;
+        vk::Buffer source = mStaging ? mStaging->buffer() : vk::Buffer();
         if (data != nullptr && !source) {
             upload = createHostBuffer(*mDevice, memorySize(), "image upload buffer");
-            internal::copyHostBytes(upload->allocation.mapped, data, memorySize());
-            source = upload->buffer;
+            internal::copyHostBytes(upload.mapped(), data, memorySize());
+            source = upload.buffer();
         }
         vk::BufferImageCopy region = wholeImageRegion();
         mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
@@ -436,58 +444,46 @@ Image::wholeImageRegion() const
 bool
 Image::isInit() const
 {
-    return mPrimaryImage && *mPrimaryImage && mDevice && mDevice->isAlive();
+    return mImage && mDevice && mDevice->isAlive();
 }
 
 void
 Image::destroy()
 {
-    if (!mPrimaryImage) {
+    if (!mImage) {
         return;
     }
-    if (mDevice->isAlive()) {
-        mDevice->waitForPendingWork();
-        vk::Device device = mDevice->device();
-        if (mStagingBuffer) {
-            device.destroyBuffer(*mStagingBuffer);
-            mDevice->allocator().free(*mStagingAllocation);
-        }
-        if (mImageView) {
-            device.destroyImageView(mImageView);
-        }
-        device.destroyImage(*mPrimaryImage);
-        if (mPrimaryAllocation) {
-            mDevice->allocator().free(*mPrimaryAllocation);
-        }
-    }
-    mImageView = vk::ImageView();
-    mStagingBuffer.reset();
-    mStagingAllocation.reset();
-    mPrimaryImage.reset();
-    mPrimaryAllocation.reset();
+    keepHostViewOwner(mStaging);
     mHostView = nullptr;
+    mPrimaryImage.reset();
+    mStagingBuffer.reset();
+    // Submitted work may still use them: the device frees them when it is
+    // done.
+    mDevice->retireRecorded(*mRecordedIn, std::move(mImage), std::move(mStaging));
 }
 
 void
 Image::recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd)
 {
     checkInit("Recording a copy to the device");
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         return;
     }
+    noteRecorded();
     vk::BufferImageCopy region = wholeImageRegion();
-    cmd.copyBufferToImage(*mStagingBuffer, *mPrimaryImage, vk::ImageLayout::eGeneral, 1, &region);
+    cmd.copyBufferToImage(mStaging->buffer(), mImage->image(), vk::ImageLayout::eGeneral, 1, &region);
 }
 
 void
 Image::recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd)
 {
     checkInit("Recording a copy from the device");
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         return;
     }
+    noteRecorded();
     vk::BufferImageCopy region = wholeImageRegion();
-    cmd.copyImageToBuffer(*mPrimaryImage, vk::ImageLayout::eGeneral, *mStagingBuffer, 1, &region);
+    cmd.copyImageToBuffer(mImage->image(), vk::ImageLayout::eGeneral, mStaging->buffer(), 1, &region);
 }
 
 void
@@ -498,8 +494,9 @@ Image::recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
                                   vk::PipelineStageFlags dstStageMask)
 {
     checkInit("Recording a barrier");
+    noteRecorded();
     recordImageBarrier(cmd,
-                       *mPrimaryImage,
+                       mImage->image(),
                        mPrimaryImageLayout,
                        mPrimaryImageLayout,
                        srcAccessMask,
@@ -516,14 +513,15 @@ Image::recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
                                   vk::PipelineStageFlags dstStageMask)
 {
     checkInit("Recording a barrier");
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         return;
     }
+    noteRecorded();
     vk::BufferMemoryBarrier barrier(srcAccessMask,
                                     dstAccessMask,
                                     VK_QUEUE_FAMILY_IGNORED,
                                     VK_QUEUE_FAMILY_IGNORED,
-                                    *mStagingBuffer,
+                                    mStaging->buffer(),
                                     0,
                                     VK_WHOLE_SIZE);
     cmd.pipelineBarrier(srcStageMask, dstStageMask, {}, 0, nullptr, 1, &barrier, 0, nullptr);
@@ -538,12 +536,13 @@ Image::recordPrimaryImageBarrier(const vk::CommandBuffer& cmd,
                                  vk::ImageLayout newLayout)
 {
     checkInit("Recording an image barrier");
+    noteRecorded();
     if (newLayout == vk::ImageLayout::eUndefined || newLayout == vk::ImageLayout::ePreinitialized) {
         throw Error("recordPrimaryImageBarrier: an image cannot be moved to the UNDEFINED or "
                     "PREINITIALIZED layout");
     }
     recordImageBarrier(cmd,
-                       *mPrimaryImage,
+                       mImage->image(),
                        mPrimaryImageLayout,
                        newLayout,
                        srcAccessMask,
@@ -568,6 +567,8 @@ Image::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Tensor> sour
 void
 Image::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
 {
+    noteRecorded();
+    source.noteRecorded();
     if (auto* sourceImage = dynamic_cast<Image*>(&source)) {
         if (sourceImage->mX != mX || sourceImage->mY != mY ||
             sourceImage->mNumChannels != mNumChannels) {
@@ -582,9 +583,9 @@ Image::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
         }
         vk::ImageSubresourceLayers layers(vk::ImageAspectFlagBits::eColor, 0, 0, 1);
         vk::ImageCopy region(layers, { 0, 0, 0 }, layers, { 0, 0, 0 }, { mX, mY, 1 });
-        cmd.copyImage(*sourceImage->mPrimaryImage,
+        cmd.copyImage(sourceImage->mImage->image(),
                       vk::ImageLayout::eGeneral,
-                      *mPrimaryImage,
+                      mImage->image(),
                       vk::ImageLayout::eGeneral,
                       1,
                       &region);
@@ -597,7 +598,7 @@ Image::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
     // The tensor's elements are read as tightly packed rows of pixels.
     vk::BufferImageCopy region = wholeImageRegion();
     cmd.copyBufferToImage(
-      *sourceTensor->getPrimaryBuffer(), *mPrimaryImage, vk::ImageLayout::eGeneral, 1, &region);
+      *sourceTensor->getPrimaryBuffer(), mImage->image(), vk::ImageLayout::eGeneral, 1, &region);
 }
 
 vk::WriteDescriptorSet
@@ -605,7 +606,8 @@ Image::constructDescriptorSet(vk::DescriptorSet descriptorSet, uint32_t binding)
 {
     checkInit("Binding an image to an algorithm");
     // GENERAL is the layout the image is in whenever a dispatch runs.
-    mDescriptorImageInfo = vk::DescriptorImageInfo(vk::Sampler(), mImageView, vk::ImageLayout::eGeneral);
+    mDescriptorImageInfo =
+      vk::DescriptorImageInfo(vk::Sampler(), mImage->view(), vk::ImageLayout::eGeneral);
     return vk::WriteDescriptorSet(descriptorSet,
                                   binding,
                                   0,

@@ -797,7 +797,6 @@ Manager::destroy()
     }
     std::shared_ptr<internal::Device> device = std::move(mDevice);
     if (device->ownsDevice()) {
-        device->registry().destroyAll();
         device->destroy();
     }
     // A BYOV manager leaves its objects working: they keep the context alive
@@ -854,13 +853,22 @@ Manager::queueFamilyIndex(uint32_t queueIndex) const
 MemoryStats
 Manager::memoryStats() const
 {
-    return device()->allocator().stats();
+    // Memory that the device has finished with counts as free.
+    std::shared_ptr<internal::Device> context = device();
+    context->collectRetired();
+    return context->allocator().stats();
 }
 
-bool
-Manager::usesStagingForDeviceMemory() const
+PipelineStats
+Manager::pipelineStats() const
 {
-    return device()->stagingForDeviceMemory();
+    std::shared_ptr<internal::Device> context = device();
+    context->collectRetired();
+    PipelineStats stats;
+    stats.shaderModulesCreated = context->pipelines().shaderModulesCreated();
+    stats.pipelinesCreated = context->pipelines().pipelinesCreated();
+    stats.livePipelines = context->pipelines().livePipelines();
+    return stats;
 }
 
 void

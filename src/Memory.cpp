@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "internal/Batches.hpp"
 #include "internal/Device.hpp"
 #include "internal/HostCopy.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -81,6 +82,7 @@ Memory::Memory(std::shared_ptr<internal::Device> device,
   , mDataTypeMemorySize(elementByteSize)
   , mX(x)
   , mY(y)
+  , mRecordedIn(std::make_unique<internal::BatchReferences>())
 {
     if (static_cast<uint32_t>(memoryType) > static_cast<uint32_t>(MemoryTypes::eDeviceAndHost)) {
         throw Error(format("Memory type {} is not one of eDevice, eHost, eStorage, eDeviceAndHost",
@@ -91,8 +93,8 @@ Memory::Memory(std::shared_ptr<internal::Device> device,
                            static_cast<uint32_t>(dataType)));
     }
     if (elementCount == 0) {
-        throw Error("Cannot create a memory object of zero elements: give at least one "
-                    "element (or a size greater than zero)");
+        throw Error("Cannot create a zero-sized memory object (zero elements): give at least "
+                    "one element (or a size greater than zero)");
     }
     if (elementByteSize == 0) {
         throw Error("Cannot create a memory object whose elements are zero bytes");
@@ -130,6 +132,20 @@ Memory::initialiseHostView(const void* data)
     if (data != nullptr && mHostView != nullptr) {
         internal::copyHostBytes(mHostView, data, memorySize());
     }
+}
+
+void
+Memory::keepHostViewOwner(std::shared_ptr<void> owner)
+{
+    if (mKeepHostView.load() && owner) {
+        mKeptHostView = std::move(owner);
+    }
+}
+
+void
+Memory::noteRecorded()
+{
+    mRecordedIn->noteRecorded();
 }
 
 void*

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/Sequence.hpp"
 
+#include <thread>
+
 #include "internal/BarrierTracker.hpp"
-#include "internal/Barriers.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "internal/Wait.hpp"
@@ -10,21 +11,48 @@
 
 namespace kp {
 
+namespace internal {
+
+/** What a Sequence owns on the device. */
+struct SequenceObjects
+{
+    SequenceResources resources;
+    QueryPoolOwner timestamps;
+};
+
+/** The recorded batch is dropped: what only it referred to may go. */
+void
+dropBatch(SequenceObjects& objects)
+{
+    objects.resources.track->batch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+} // namespace internal
+
 using internal::check;
 using logger::format;
 
 // Marks the sequence as in use for the duration of a public call, so that a
 // second thread using it at the same time gets an exception instead of a
-// corrupted command buffer.
+// corrupted command buffer (or, for destroy(), waits for that call).
 class Sequence::UseGuard
 {
   public:
-    explicit UseGuard(const Sequence& sequence)
+    enum class Busy
+    {
+        eThrow,
+        eWait,
+    };
+
+    explicit UseGuard(const Sequence& sequence, Busy busy = Busy::eThrow)
       : mFlag(const_cast<std::atomic<bool>&>(sequence.mInUse))
     {
-        if (mFlag.exchange(true, std::memory_order_acquire)) {
-            throw Error("A kp::Sequence was used from two threads at once: a sequence "
-                        "belongs to one thread at a time (create one per thread)");
+        while (mFlag.exchange(true, std::memory_order_acquire)) {
+            if (busy == Busy::eThrow) {
+                throw Error("A kp::Sequence was used from two threads at once: a sequence "
+                            "belongs to one thread at a time (create one per thread)");
+            }
+            std::this_thread::yield();
         }
     }
     ~UseGuard() { mFlag.store(false, std::memory_order_release); }
@@ -79,7 +107,7 @@ Sequence::Sequence(std::shared_ptr<internal::Device> device,
 void
 Sequence::create()
 {
-    mDevice->checkAlive("Creating a sequence");
+    auto alive = mDevice->lockAlive("Creating a sequence");
     mQueue = &mDevice->queue(mQueueIndex);
     vk::Device device = mDevice->device();
 
@@ -89,30 +117,34 @@ Sequence::create()
                            mQueue->familyIndex));
     }
 
-    internal::SequenceResources resources = mDevice->acquireSequenceResources(mQueue->familyIndex);
-    mCommandPool = resources.commandPool;
-    mCommandBuffer = resources.commandBuffer;
-    mFence = resources.fence;
-    mTimeline = resources.timeline;
-    mSubmissions.store(resources.timelineValue);
+    auto objects = std::make_unique<internal::SequenceObjects>();
+    objects->resources = mDevice->acquireSequenceResources(mQueue->familyIndex);
     try {
         if (mTotalTimestamps > 0) {
             vk::QueryPoolCreateInfo queryInfo(
               {}, vk::QueryType::eTimestamp, mTotalTimestamps + 1);
-            check(device.createQueryPool(&queryInfo, nullptr, &mTimestampPool),
+            vk::QueryPool pool;
+            check(device.createQueryPool(&queryInfo, nullptr, &pool),
                   "Creating a sequence's timestamp query pool");
+            objects->timestamps = internal::QueryPoolOwner(mDevice.get(), pool);
         }
     } catch (...) {
-        destroy();
+        mDevice->releaseSequenceResources(std::move(objects->resources));
         throw;
     }
+    mCommandBuffer = objects->resources.commandPool.commandBuffer;
+    mFence = objects->resources.fence.get();
+    mTimeline = objects->resources.timeline.get();
+    mTimestampPool = objects->timestamps.get();
+    mSubmissions.store(objects->resources.track->submitted.load());
+    mObjects = std::move(objects);
     mBarriers = internal::acquireBarrierTracker();
     mDevice->registry().add(this);
 }
 
 Sequence::~Sequence()
 {
-    mDevice->registry().remove(this);
+    internal::Registry::Removal removal(mDevice->registry(), this);
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -142,6 +174,7 @@ Sequence::beginBatch()
     mStale = false;
     vk::CommandBufferBeginInfo beginInfo;
     check(mCommandBuffer.begin(&beginInfo), "Beginning a sequence's command buffer");
+    internal::dropBatch(*mObjects);
     mBarriers->reset();
     mRecording = true;
     mHasBatch = false;
@@ -175,6 +208,7 @@ Sequence::abandonBatch()
     if (mRecording) {
         vkResetCommandBuffer(mCommandBuffer, 0);
         mRecording = false;
+        internal::dropBatch(*mObjects);
     }
     mHasBatch = false;
 }
@@ -205,7 +239,7 @@ Sequence::declareOp(const std::shared_ptr<OpBase>& op)
     {
         // What an operation does may depend on recording into a sequence
         // (OpCopy copies by shader there).
-        internal::SequenceRecordingScope scope;
+        internal::SequenceRecordingScope scope(mObjects->resources.track);
         declared = op->declareAccesses(accesses);
     }
     if (declared) {
@@ -225,7 +259,8 @@ Sequence::recordDeclaredOp(const std::shared_ptr<OpBase>& op, bool declared)
         // Operations may bind compute pipelines of their own here: this
         // command buffer belongs to a compute-capable queue. Those that
         // declared their accesses leave their barriers to the sequence.
-        internal::SequenceRecordingScope scope(declared ? op.get() : nullptr);
+        internal::SequenceRecordingScope scope(mObjects->resources.track,
+                                               declared ? op.get() : nullptr);
         op->record(mCommandBuffer);
     }
     mOps.push_back(op);
@@ -279,14 +314,14 @@ Sequence::record(std::shared_ptr<OpBase> op)
 void
 Sequence::submit()
 {
+    mDevice->collectRetired();
     if (mRunning) {
         throw Error("The sequence is already running: call evalAwait() before evaluating it "
                     "again");
     }
     // The operations check their objects before the command buffer is
-    // touched: one that refers to a destroyed object is invalid, and must
-    // not even be ended. Such a batch is dropped (its operations stay, for
-    // the error to repeat until they are recorded anew).
+    // touched. A batch they refuse is dropped (its operations stay, for the
+    // error to repeat until they are recorded anew).
     try {
         for (auto& op : mOps) {
             op->preEval(mCommandBuffer);
@@ -302,8 +337,7 @@ Sequence::submit()
     if (stale) {
         // An algorithm was rebuilt or rebound since recording (or an
         // earlier re-recording failed): the recorded commands reference
-        // objects that are gone or changed, which left the command buffer
-        // invalid; beginning it again resets it.
+        // objects that are gone or changed.
         abandonBatch();
         recordAgain();
         endBatch();
@@ -316,9 +350,8 @@ Sequence::submit()
     collectWaits();
     // With a timeline semaphore the submission's completion is its value:
     // no fence to reset and signal (see completesByFence()).
-    vk::Fence fence;
-    if (completesByFence()) {
-        fence = mFence;
+    bool byFence = completesByFence();
+    if (byFence) {
         check(mDevice->device().resetFences(1, &mFence), "Resetting a sequence's fence");
     }
     vk::SubmitInfo submitInfo(static_cast<uint32_t>(mWaitSemaphores.size()),
@@ -343,14 +376,16 @@ Sequence::submit()
         // ordering: a host wait orders all work after it after the work it
         // waited for. On a device the program brought (BYOV), its own work
         // may be on the queue too.
+        mQueue->forgetCompletedOrphans();
         std::array<vk::CommandBuffer, 2> commandBuffers = { vk::CommandBuffer(), mCommandBuffer };
         bool behindOthers = mQueue->unobservedSubmissions.load() > 0 || !mDevice->ownsDevice();
         if (behindOthers) {
-            commandBuffers[0] = mDevice->entryBarriers().get(mDevice->device(), mQueue->familyIndex);
+            commandBuffers[0] = mDevice->entryBarriers().get(mDevice.get(), mQueue->familyIndex);
         }
         submitInfo.commandBufferCount = behindOthers ? 2 : 1;
         submitInfo.pCommandBuffers = behindOthers ? &commandBuffers[0] : &commandBuffers[1];
-        check(mQueue->handle.submit(1, &submitInfo, fence), "Submitting a sequence");
+        check(mQueue->handle.submit(1, &submitInfo, byFence ? mFence : vk::Fence()),
+              "Submitting a sequence");
         mQueue->unobservedSubmissions.fetch_add(1);
         mSubmissionUnobserved = true;
     }
@@ -358,7 +393,7 @@ Sequence::submit()
     mSubmissions.store(signalValue);
     mRunning = true;
     mTimestampsReady = false;
-    mDevice->noteSubmitted();
+    trackSubmission(signalValue, byFence);
 }
 
 void
@@ -426,7 +461,7 @@ Sequence::completesByFence() const
 {
     // Waiting for a timeline value is the cheaper: no fence to reset
     // before each submission, and on NVIDIA the host sees the value sooner
-    // (kompute-bench a_eval_roundtrip: 14.6 against 16.7 us on the H200).
+    // (kompute-bench a_eval_roundtrip: 14.6 against 15.7 us on the H200).
     return !mTimeline || mDevice->waitSettings().fences();
 }
 
@@ -494,7 +529,7 @@ Sequence::await(uint64_t waitFor)
         return;
     }
     mRunning = false;
-    mDevice->noteCompleted();
+    trackCompletion();
     check(result, "Waiting for a sequence");
     observedCompletion();
     mTimestampsReady = mTimestampPool ? true : false;
@@ -573,6 +608,9 @@ Sequence::clear()
     }
     abandonBatch();
     dropOps();
+    if (mObjects) {
+        internal::dropBatch(*mObjects);
+    }
     mHasBatch = false;
     mStale = false;
     mTimestampsReady = false;
@@ -616,7 +654,7 @@ Sequence::isRunning() const
 bool
 Sequence::isInit() const
 {
-    return mFence && mCommandBuffer && mCommandPool && mDevice && mDevice->isAlive();
+    return mObjects && mDevice && mDevice->isAlive();
 }
 
 void
@@ -652,35 +690,41 @@ Sequence::recordAgain()
 }
 
 void
+Sequence::trackSubmission(uint64_t value, bool byFence)
+{
+    mObjects->resources.track->submitted.store(value, std::memory_order_release);
+    mObjects->resources.fencePending = byFence;
+}
+
+void
+Sequence::trackCompletion()
+{
+    mObjects->resources.fencePending = false;
+    if (!mTimeline) {
+        // Without a timeline semaphore the fence, just seen signalled, is
+        // the submission's only sync object.
+        auto& track = *mObjects->resources.track;
+        track.completed.store(track.submitted.load(), std::memory_order_release);
+    }
+    mDevice->collectRetired();
+}
+
+void
 Sequence::destroy()
 {
-    UseGuard guard(*this);
-    if (!mDevice) {
+    UseGuard guard(*this, UseGuard::Busy::eWait);
+    if (!mObjects) {
         return;
     }
-    vk::Device device = mDevice->isAlive() ? mDevice->device() : vk::Device();
-    if (device) {
-        if (mRunning) {
-            try {
-                blockOnSubmission(mSubmissions.load(), UINT64_MAX);
-            } catch (const std::exception& error) {
-                KP_LOG_ERROR("Waiting for a sequence before destroying it failed: {}", error.what());
-            }
-            mDevice->noteCompleted();
-        }
-        observedCompletion();
-        if (mTimestampPool) {
-            device.destroyQueryPool(mTimestampPool);
-        }
-        internal::SequenceResources resources;
-        resources.family = mQueue != nullptr ? mQueue->familyIndex : 0;
-        resources.commandPool = mCommandPool;
-        resources.commandBuffer = mCommandBuffer;
-        resources.fence = mFence;
-        resources.timeline = mTimeline;
-        resources.timelineValue = mSubmissions.load();
-        mDevice->releaseSequenceResources(resources);
+    if (mSubmissionUnobserved) {
+        // Still running, maybe: the queue keeps counting it until the
+        // device reports it complete.
+        mQueue->orphanUnobserved(mObjects->resources.track, mSubmissions.load());
+        mSubmissionUnobserved = false;
     }
+    std::unique_ptr<internal::SequenceObjects> objects = std::move(mObjects);
+    std::vector<std::shared_ptr<OpBase>> ops;
+    ops.swap(mOps);
     mRunning = false;
     mRecording = false;
     mHasBatch = false;
@@ -689,8 +733,14 @@ Sequence::destroy()
     mWaits.clear();
     mFence = vk::Fence();
     mCommandBuffer = vk::CommandBuffer();
-    mCommandPool = vk::CommandPool();
-    dropOps();
+    // Work in flight may still use them: the device frees them when it is
+    // done (and keeps the command pool, fence and semaphore for reuse).
+    internal::dropBatch(*objects);
+    mDevice->retire(std::move(objects->timestamps));
+    mDevice->releaseSequenceResources(std::move(objects->resources));
+    // The operations' memory objects and algorithms retire their own
+    // objects as the last references go.
+    ops.clear();
 }
 
 std::vector<std::uint64_t>

@@ -9,14 +9,15 @@
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "internal/HostCopy.hpp"
+#include "internal/Owners.hpp"
 #include "kompute/Image.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
 
+using internal::BufferOwner;
 using internal::check;
 using internal::createBuffer;
-using internal::CreatedBuffer;
 using logger::format;
 
 namespace {
@@ -33,16 +34,16 @@ struct BufferPlan
 };
 
 // Which memory the primary buffer lives in, and whether a staging twin is
-// needed for the host view (API.md 2.1, with the unified-memory shortcut).
+// needed for the host view (API.md 2.1). An eDevice tensor has one on every
+// device, unified-memory ones included: its host view is distinct from its
+// device memory everywhere, as upstream, so programs compute the same on
+// every device. eHost and eDeviceAndHost are the zero-copy types.
 BufferPlan
-planPrimary(Memory::MemoryTypes memoryType, bool stagingForDeviceMemory)
+planPrimary(Memory::MemoryTypes memoryType)
 {
     switch (memoryType) {
         case Memory::MemoryTypes::eDevice:
-            if (stagingForDeviceMemory) {
-                return { Flags::eDeviceLocal, {}, true };
-            }
-            return { Flags::eDeviceLocal | kHostCoherent, Flags::eHostCached, false };
+            return { Flags::eDeviceLocal, {}, true };
         case Memory::MemoryTypes::eHost:
             return { kHostCoherent, Flags::eHostCached, false };
         case Memory::MemoryTypes::eStorage:
@@ -106,14 +107,15 @@ Tensor::Tensor(std::shared_ptr<internal::Device> device,
            elementTotalCount,
            1)
 {
-    mDevice->checkAlive("Creating a tensor");
+    auto alive = mDevice->lockAlive("Creating a tensor");
+    mDevice->collectRetired();
     create(data);
-    mDevice->registry().add(this);
+    mDevice->registry().add(this, [](Memory& memory) { static_cast<Tensor&>(memory).Tensor::destroy(); });
 }
 
 Tensor::~Tensor()
 {
-    mDevice->registry().remove(this);
+    internal::Registry::Removal removal(mDevice->registry(), static_cast<Memory*>(this));
     try {
         destroy();
     } catch (const std::exception& error) {
@@ -124,49 +126,39 @@ Tensor::~Tensor()
 void
 Tensor::create(const void* data)
 {
-    BufferPlan plan = planPrimary(mMemoryType, mDevice->stagingForDeviceMemory());
+    BufferPlan plan = planPrimary(mMemoryType);
     vk::DeviceSize bytes = memorySize();
-    CreatedBuffer primary = createBuffer(
-      *mDevice, bytes, kPrimaryUsage, plan.required, plan.preferred, "tensor buffer");
-    mPrimaryBuffer = std::make_shared<vk::Buffer>(primary.buffer);
-    mPrimaryAllocation = std::make_unique<internal::Allocation>(primary.allocation);
+    mPrimary = std::make_shared<BufferOwner>(createBuffer(
+      *mDevice, bytes, kPrimaryUsage, plan.required, plan.preferred, "tensor buffer"));
+    mPrimaryBuffer = std::make_shared<vk::Buffer>(mPrimary->buffer());
 
     try {
         if (plan.staging) {
-            CreatedBuffer staging = createBuffer(*mDevice,
-                                                 bytes,
-                                                 kStagingUsage,
-                                                 kHostCoherent,
-                                                 Flags::eHostCached,
-                                                 "tensor staging buffer");
-            mStagingBuffer = std::make_shared<vk::Buffer>(staging.buffer);
-            mStagingAllocation = std::make_unique<internal::Allocation>(staging.allocation);
-            mHostView = mStagingAllocation->mapped;
+            mStaging = std::make_shared<BufferOwner>(createBuffer(*mDevice,
+                                                                  bytes,
+                                                                  kStagingUsage,
+                                                                  kHostCoherent,
+                                                                  Flags::eHostCached,
+                                                                  "tensor staging buffer"));
+            mStagingBuffer = std::make_shared<vk::Buffer>(mStaging->buffer());
+            mHostView = mStaging->mapped();
         } else if (mMemoryType != MemoryTypes::eStorage) {
-            mHostView = mPrimaryAllocation->mapped;
+            mHostView = mPrimary->mapped();
             mHostViewIsPrimary = true;
         }
         initialiseHostView(data);
 
         if (mMemoryType == MemoryTypes::eStorage && data != nullptr) {
-            // Upstream dropped this data silently; we upload it once.
-            CreatedBuffer upload = createBuffer(
+            // Upstream dropped this data silently; we upload it once (the
+            // upload buffer goes when the submission has completed).
+            BufferOwner upload = createBuffer(
               *mDevice, bytes, kStagingUsage, kHostCoherent, {}, "tensor upload buffer");
-            struct Release
-            {
-                internal::Device& device;
-                CreatedBuffer& upload;
-                ~Release()
-                {
-                    device.device().destroyBuffer(upload.buffer);
-                    device.allocator().free(upload.allocation);
-                }
-            } release{ *mDevice, upload };
-            internal::copyHostBytes(upload.allocation.mapped, data, bytes);
-            vk::Buffer target = *mPrimaryBuffer;
+            internal::copyHostBytes(upload.mapped(), data, bytes);
+            vk::Buffer source = upload.buffer();
+            vk::Buffer target = mPrimary->buffer();
             mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
                 vk::BufferCopy region(0, 0, bytes);
-                cmd.copyBuffer(upload.buffer, target, 1, &region);
+                cmd.copyBuffer(source, target, 1, &region);
             });
         }
     } catch (...) {
@@ -178,30 +170,22 @@ Tensor::create(const void* data)
 bool
 Tensor::isInit() const
 {
-    return mPrimaryBuffer && *mPrimaryBuffer && mDevice && mDevice->isAlive();
+    return mPrimary && mDevice && mDevice->isAlive();
 }
 
 void
 Tensor::destroy()
 {
-    if (!mPrimaryBuffer) {
+    if (!mPrimary) {
         return;
     }
-    if (mDevice->isAlive()) {
-        mDevice->waitForPendingWork();
-        vk::Device device = mDevice->device();
-        if (mStagingBuffer) {
-            device.destroyBuffer(*mStagingBuffer);
-            mDevice->allocator().free(*mStagingAllocation);
-        }
-        device.destroyBuffer(*mPrimaryBuffer);
-        mDevice->allocator().free(*mPrimaryAllocation);
-    }
-    mStagingBuffer.reset();
-    mStagingAllocation.reset();
-    mPrimaryBuffer.reset();
-    mPrimaryAllocation.reset();
+    keepHostViewOwner(mHostViewIsPrimary ? mPrimary : mStaging);
     mHostView = nullptr;
+    mPrimaryBuffer.reset();
+    mStagingBuffer.reset();
+    // Submitted work may still use the buffers: the device frees them when
+    // it is done.
+    mDevice->retireRecorded(*mRecordedIn, std::move(mPrimary), std::move(mStaging));
 }
 
 void
@@ -243,13 +227,13 @@ void
 Tensor::upload(const void* data, size_t bytes)
 {
     auto* view = static_cast<unsigned char*>(hostViewForCopy(data, bytes, "upload()"));
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         internal::copyHostBytes(view, data, bytes);
         return;
     }
     const auto* from = static_cast<const unsigned char*>(data);
-    vk::Buffer staging = *mStagingBuffer;
-    vk::Buffer primary = *mPrimaryBuffer;
+    vk::Buffer staging = mStaging->buffer();
+    vk::Buffer primary = mPrimary->buffer();
     mDevice->submitInSteps(
       chunkCount(bytes),
       [&](uint32_t chunk) {
@@ -275,7 +259,7 @@ Tensor::download(void* data, size_t bytes)
 {
     auto* view = static_cast<const unsigned char*>(hostViewForCopy(data, bytes, "download()"));
     auto* to = static_cast<unsigned char*>(data);
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         // The host view is the memory itself; a barrier makes the device's
         // writes visible, as OpSyncLocal's does.
         mDevice->submitAndWait([&](vk::CommandBuffer cmd) {
@@ -284,8 +268,8 @@ Tensor::download(void* data, size_t bytes)
         internal::copyHostBytes(to, view, bytes);
         return;
     }
-    vk::Buffer staging = *mStagingBuffer;
-    vk::Buffer primary = *mPrimaryBuffer;
+    vk::Buffer staging = mStaging->buffer();
+    vk::Buffer primary = mPrimary->buffer();
     mDevice->submitInSteps(
       chunkCount(bytes),
       [](uint32_t) {},
@@ -322,12 +306,13 @@ Tensor::recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd,
 {
     checkInit("Recording a copy to the device");
     checkRange(offset, count, "Recording a copy to the device");
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         return;
     }
+    noteRecorded();
     vk::DeviceSize start = static_cast<vk::DeviceSize>(offset) * mDataTypeMemorySize;
     vk::BufferCopy region(start, start, static_cast<vk::DeviceSize>(count) * mDataTypeMemorySize);
-    cmd.copyBuffer(*mStagingBuffer, *mPrimaryBuffer, 1, &region);
+    cmd.copyBuffer(mStaging->buffer(), mPrimary->buffer(), 1, &region);
 }
 
 void
@@ -337,12 +322,13 @@ Tensor::recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd,
 {
     checkInit("Recording a copy from the device");
     checkRange(offset, count, "Recording a copy from the device");
-    if (!mStagingBuffer) {
+    if (!mStaging) {
         return;
     }
+    noteRecorded();
     vk::DeviceSize start = static_cast<vk::DeviceSize>(offset) * mDataTypeMemorySize;
     vk::BufferCopy region(start, start, static_cast<vk::DeviceSize>(count) * mDataTypeMemorySize);
-    cmd.copyBuffer(*mPrimaryBuffer, *mStagingBuffer, 1, &region);
+    cmd.copyBuffer(mPrimary->buffer(), mStaging->buffer(), 1, &region);
 }
 
 namespace {
@@ -375,8 +361,9 @@ Tensor::recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
                                    vk::PipelineStageFlags dstStageMask)
 {
     checkInit("Recording a barrier");
+    noteRecorded();
     recordBufferBarrier(
-      cmd, *mPrimaryBuffer, srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
+      cmd, mPrimary->buffer(), srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
 }
 
 void
@@ -387,9 +374,10 @@ Tensor::recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
                                    vk::PipelineStageFlags dstStageMask)
 {
     checkInit("Recording a barrier");
-    if (mStagingBuffer) {
+    if (mStaging) {
+        noteRecorded();
         recordBufferBarrier(
-          cmd, *mStagingBuffer, srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
+          cmd, mStaging->buffer(), srcAccessMask, dstAccessMask, srcStageMask, dstStageMask);
     }
 }
 
@@ -408,6 +396,8 @@ Tensor::recordCopyFrom(const vk::CommandBuffer& cmd, std::shared_ptr<Image> sour
 void
 Tensor::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
 {
+    noteRecorded();
+    source.noteRecorded();
     if (auto* sourceImage = dynamic_cast<Image*>(&source)) {
         // The pixels land as tightly packed rows (row length 0).
         vk::BufferImageCopy region(
@@ -419,7 +409,7 @@ Tensor::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
           vk::Extent3D(sourceImage->getX(), sourceImage->getY(), 1));
         cmd.copyImageToBuffer(*sourceImage->getPrimaryImage(),
                               vk::ImageLayout::eGeneral,
-                              *mPrimaryBuffer,
+                              mPrimary->buffer(),
                               1,
                               &region);
         return;
@@ -429,14 +419,14 @@ Tensor::recordCopyFromSameSize(const vk::CommandBuffer& cmd, Memory& source)
         throw Error("Tensors can be copied from tensors and images only");
     }
     vk::BufferCopy region(0, 0, memorySize());
-    cmd.copyBuffer(*sourceTensor->mPrimaryBuffer, *mPrimaryBuffer, 1, &region);
+    cmd.copyBuffer(sourceTensor->mPrimary->buffer(), mPrimary->buffer(), 1, &region);
 }
 
 vk::WriteDescriptorSet
 Tensor::constructDescriptorSet(vk::DescriptorSet descriptorSet, uint32_t binding)
 {
     checkInit("Binding a tensor to an algorithm");
-    mDescriptorBufferInfo = vk::DescriptorBufferInfo(*mPrimaryBuffer, 0, memorySize());
+    mDescriptorBufferInfo = vk::DescriptorBufferInfo(mPrimary->buffer(), 0, memorySize());
     return vk::WriteDescriptorSet(descriptorSet,
                                   binding,
                                   0,

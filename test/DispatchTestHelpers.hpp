@@ -107,28 +107,6 @@ class TempFile
     std::string mPath;
 };
 
-/** Test-name suffix for a Staging parameter. */
-inline std::string
-stagingName(const ::testing::TestParamInfo<Staging>& info)
-{
-    return toString(info.param);
-}
-
-/** Both ways eDevice tensors may reach the host. */
-inline const std::vector<Staging>&
-bothStagings()
-{
-    static const std::vector<Staging> stagings = { Staging::Default, Staging::Forced };
-    return stagings;
-}
-
-/** Fixture run once per staging mode. */
-class StagingTest : public KomputeParamTest<Staging>
-{
-  protected:
-    StagingTest() { mStaging = GetParam(); }
-};
-
 /** Copies the device data of the tensors to their host views and waits. */
 inline void
 syncLocal(kp::Manager& manager, const std::vector<std::shared_ptr<kp::Memory>>& memObjects)

@@ -507,10 +507,10 @@ separableDataset()
 
 } // namespace
 
-class LogisticRegressionTest : public StagingTest
+class LogisticRegressionTest : public KomputeTest
 {};
 
-TEST_P(LogisticRegressionTest, ConvergesOnASeparableDataset)
+TEST_F(LogisticRegressionTest, ConvergesOnASeparableDataset)
 {
     Dataset data = separableDataset();
     const uint32_t m = static_cast<uint32_t>(data.y.size());
@@ -599,7 +599,3 @@ TEST_P(LogisticRegressionTest, ConvergesOnASeparableDataset)
     EXPECT_EQ(correct, m) << "weights " << w0 << ", " << w1 << ", bias " << b;
 }
 
-INSTANTIATE_TEST_SUITE_P(Staging,
-                         LogisticRegressionTest,
-                         ::testing::ValuesIn(bothStagings()),
-                         stagingName);

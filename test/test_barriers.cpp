@@ -79,18 +79,13 @@ class DeclaredCopy : public kp::OpBase
 
 } // namespace
 
-class BarrierTest : public KomputeParamTest<Staging>
+class BarrierTest : public KomputeTest
 {
   protected:
-    void SetUp() override
+    std::shared_ptr<kp::TensorT<uint32_t>> tensor(const std::vector<uint32_t>& values,
+                                                  MemoryTypes memoryType = MemoryTypes::eDevice)
     {
-        mStaging = GetParam();
-        KomputeParamTest<Staging>::SetUp();
-    }
-
-    std::shared_ptr<kp::TensorT<uint32_t>> tensor(const std::vector<uint32_t>& values)
-    {
-        return mgr().tensorT<uint32_t>(values);
+        return mgr().tensorT<uint32_t>(values, memoryType);
     }
 
     std::shared_ptr<kp::Algorithm> algorithm(const char* shader,
@@ -120,7 +115,7 @@ class BarrierTest : public KomputeParamTest<Staging>
     }
 };
 
-TEST_P(BarrierTest, IndependentDispatchesRecordNoBarrier)
+TEST_F(BarrierTest, IndependentDispatchesRecordNoBarrier)
 {
     std::vector<std::shared_ptr<kp::TensorT<uint32_t>>> counters;
     auto sequence = mgr().sequence();
@@ -134,10 +129,9 @@ TEST_P(BarrierTest, IndependentDispatchesRecordNoBarrier)
     for (auto& counter : counters) {
         sequence->record<kp::OpAlgoDispatch>(algorithm(kIncrement, { counter }));
     }
-    // Each dispatch after the upload of its own tensor needs a barrier only
-    // when the upload copied (staging): one barrier orders all uploads.
-    uint32_t afterUpload = mgr().usesStagingForDeviceMemory() ? 1u : 0u;
-    EXPECT_EQ(sequence->recordedBarrierCount(), afterUpload);
+    // Each dispatch reads what the upload (a copy from the staging memory)
+    // wrote: one barrier orders all uploads before all dispatches.
+    EXPECT_EQ(sequence->recordedBarrierCount(), 1u);
 
     // Without the upload, in a batch of their own: none at all.
     auto dispatches = mgr().sequence();
@@ -155,7 +149,7 @@ TEST_P(BarrierTest, IndependentDispatchesRecordNoBarrier)
     }
 }
 
-TEST_P(BarrierTest, DependentDispatchesRecordOneBarrierEach)
+TEST_F(BarrierTest, DependentDispatchesRecordOneBarrierEach)
 {
     auto counter = tensor(iota(0));
     auto increment = algorithm(kIncrement, { counter });
@@ -170,7 +164,7 @@ TEST_P(BarrierTest, DependentDispatchesRecordOneBarrierEach)
     EXPECT_EQ(read({ counter })[0], plus(iota(0), 20));
 }
 
-TEST_P(BarrierTest, ReadOnlyAndWriteOnlyBindingsNarrowTheBarriers)
+TEST_F(BarrierTest, ReadOnlyAndWriteOnlyBindingsNarrowTheBarriers)
 {
     auto x = tensor(iota(10));
     auto y = tensor(std::vector<uint32_t>(kCount, 0));
@@ -206,24 +200,28 @@ TEST_P(BarrierTest, ReadOnlyAndWriteOnlyBindingsNarrowTheBarriers)
     EXPECT_EQ(values[4], plus(iota(10), 2));
 }
 
-TEST_P(BarrierTest, SyncDispatchSyncChainIsOrdered)
+TEST_F(BarrierTest, SyncDispatchSyncChainIsOrdered)
 {
-    auto values = tensor(iota(5));
-    auto sequence = mgr().sequence();
-    sequence->record<kp::OpSyncDevice>({ values })
-      ->record<kp::OpAlgoDispatch>(algorithm(kIncrement, { values }))
-      ->record<kp::OpSyncLocal>({ values });
-    // With staging: upload -> dispatch -> download, two hazards. Without,
-    // the sync operations copy nothing and there is nothing to order.
-    EXPECT_EQ(sequence->recordedBarrierCount(), mgr().usesStagingForDeviceMemory() ? 2u : 0u);
-    for (uint32_t round = 1; round <= 3; ++round) {
-        values->setData(iota(5));
-        sequence->eval();
-        EXPECT_EQ(values->vector(), plus(iota(5), 1)) << round;
+    // A device tensor: upload -> dispatch -> download, two hazards. A host
+    // tensor: the sync operations copy nothing and there is nothing to order.
+    for (auto [memoryType, barriers] : { std::pair{ MemoryTypes::eDevice, 2u },
+                                         std::pair{ MemoryTypes::eHost, 0u } }) {
+        SCOPED_TRACE(kp::Memory::toString(memoryType));
+        auto values = tensor(iota(5), memoryType);
+        auto sequence = mgr().sequence();
+        sequence->record<kp::OpSyncDevice>({ values })
+          ->record<kp::OpAlgoDispatch>(algorithm(kIncrement, { values }))
+          ->record<kp::OpSyncLocal>({ values });
+        EXPECT_EQ(sequence->recordedBarrierCount(), barriers);
+        for (uint32_t round = 1; round <= 3; ++round) {
+            values->setData(iota(5));
+            sequence->eval();
+            EXPECT_EQ(values->vector(), plus(iota(5), 1)) << round;
+        }
     }
 }
 
-TEST_P(BarrierTest, CopiesAndDispatchesAreOrdered)
+TEST_F(BarrierTest, CopiesAndDispatchesAreOrdered)
 {
     auto a = tensor(iota(1));
     auto b = tensor(std::vector<uint32_t>(kCount, 0));
@@ -242,7 +240,7 @@ TEST_P(BarrierTest, CopiesAndDispatchesAreOrdered)
     EXPECT_EQ(c->vector(), plus(iota(1), 1));
 }
 
-TEST_P(BarrierTest, OperationsThatDeclareNothingGetFullBarriers)
+TEST_F(BarrierTest, OperationsThatDeclareNothingGetFullBarriers)
 {
     auto a = tensor(iota(3));
     auto b = tensor(std::vector<uint32_t>(kCount, 0));
@@ -263,7 +261,7 @@ TEST_P(BarrierTest, OperationsThatDeclareNothingGetFullBarriers)
     EXPECT_EQ(read({ b })[0], plus(iota(3), 2));
 }
 
-TEST_P(BarrierTest, OpMemoryBarrierRecordsWhatItIsAskedForAndNothingElse)
+TEST_F(BarrierTest, OpMemoryBarrierRecordsWhatItIsAskedForAndNothingElse)
 {
     auto a = tensor(iota(0));
     auto b = tensor(iota(0));
@@ -285,7 +283,7 @@ TEST_P(BarrierTest, OpMemoryBarrierRecordsWhatItIsAskedForAndNothingElse)
     EXPECT_EQ(values[1], plus(iota(0), 1));
 }
 
-TEST_P(BarrierTest, RerecordingRecomputesTheBarriers)
+TEST_F(BarrierTest, RerecordingRecomputesTheBarriers)
 {
     auto a = tensor(iota(0));
     auto b = tensor(iota(50));
@@ -311,7 +309,7 @@ TEST_P(BarrierTest, RerecordingRecomputesTheBarriers)
     EXPECT_EQ(values[1], plus(iota(50), 2));
 }
 
-TEST_P(BarrierTest, ImagesAreOrdered)
+TEST_F(BarrierTest, ImagesAreOrdered)
 {
     std::vector<float> texels(16 * 16);
     std::iota(texels.begin(), texels.end(), 0.0f);
@@ -340,7 +338,7 @@ void main() {
     }
 }
 
-TEST_P(BarrierTest, SubmissionsOfSeveralSequencesOnOneQueueAreOrdered)
+TEST_F(BarrierTest, SubmissionsOfSeveralSequencesOnOneQueueAreOrdered)
 {
     // b's batch reads what a's batch, still running, writes: the sequences
     // order it after a's (a barrier in front of the submission).
@@ -361,9 +359,9 @@ TEST_P(BarrierTest, SubmissionsOfSeveralSequencesOnOneQueueAreOrdered)
     }
 }
 
-TEST_P(BarrierTest, ObjectsOfAnotherManagerAreRefusedBeforeAnythingIsRecorded)
+TEST_F(BarrierTest, ObjectsOfAnotherManagerAreRefusedBeforeAnythingIsRecorded)
 {
-    auto other = makeManager(mStaging);
+    auto other = makeManager();
     auto mine = tensor(iota(0));
     auto theirs = other->tensorT<uint32_t>(iota(0));
     mgr().sequence()->eval<kp::OpSyncDevice>({ mine });
@@ -381,11 +379,6 @@ TEST_P(BarrierTest, ObjectsOfAnotherManagerAreRefusedBeforeAnythingIsRecorded)
     EXPECT_EQ(read({ mine })[0], plus(iota(0), 1));
     EXPECT_EQ(theirs->vector(), iota(0));
 }
-
-INSTANTIATE_TEST_SUITE_P(Staging, BarrierTest, ::testing::Values(Staging::Default, Staging::Forced),
-                         [](const ::testing::TestParamInfo<Staging>& info) {
-                             return toString(info.param);
-                         });
 
 // --- Proof that the suites would see a dropped barrier -----------------------------
 

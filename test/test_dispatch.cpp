@@ -80,10 +80,10 @@ affine(const std::vector<float>& values, float factor, float offset)
 
 // --- OpAlgoDispatch ---------------------------------------------------------------
 
-class DispatchTest : public StagingTest
+class DispatchTest : public KomputeTest
 {};
 
-TEST_P(DispatchTest, ArrayMultiplicationExample)
+TEST_F(DispatchTest, ArrayMultiplicationExample)
 {
     // The seed's example: spec constant 2, push constants 2 then 3.
     auto shader = compile(R"(
@@ -123,7 +123,7 @@ void main() {
     EXPECT_EQ(tensorOutB->vector(), (std::vector<uint32_t>{ 10, 10, 10 }));
 }
 
-TEST_P(DispatchTest, ChainOfSyncDispatchDispatchSyncNeedsNoBarriers)
+TEST_F(DispatchTest, ChainOfSyncDispatchDispatchSyncNeedsNoBarriers)
 {
     std::vector<float> input = { 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f };
     auto a = mgr().tensor(input);
@@ -149,7 +149,7 @@ TEST_P(DispatchTest, ChainOfSyncDispatchDispatchSyncNeedsNoBarriers)
     EXPECT_EQ(c->vector(), expectedC);
 }
 
-TEST_P(DispatchTest, ChainAcrossSequencesAndThroughDeviceOnlyMemory)
+TEST_F(DispatchTest, ChainAcrossSequencesAndThroughDeviceOnlyMemory)
 {
     std::vector<float> input = { -1.0f, 0.5f, 8.0f };
     auto a = mgr().tensor(input);
@@ -166,7 +166,7 @@ TEST_P(DispatchTest, ChainAcrossSequencesAndThroughDeviceOnlyMemory)
     EXPECT_EQ(out->vector(), affine(input, 4.0f, -1.0f));
 }
 
-TEST_P(DispatchTest, ThousandDispatchesInOneSequence)
+TEST_F(DispatchTest, ThousandDispatchesInOneSequence)
 {
     auto counters = mgr().tensorT<uint32_t>(std::vector<uint32_t>(16, 5));
     auto algorithm = mgr().algorithm({ counters }, compile(R"(
@@ -195,7 +195,7 @@ void main() { counters[gl_GlobalInvocationID.x] += gl_GlobalInvocationID.x + 1u;
     EXPECT_EQ(counters->vector(), expected);
 }
 
-TEST_P(DispatchTest, SeveralAlgorithmsShareTensors)
+TEST_F(DispatchTest, SeveralAlgorithmsShareTensors)
 {
     std::vector<float> hostA = { 1.0f, 2.0f, 3.0f, 4.0f };
     std::vector<float> hostB = { 0.5f, -1.0f, 2.0f, 0.25f };
@@ -230,7 +230,7 @@ TEST_P(DispatchTest, SeveralAlgorithmsShareTensors)
     }
 }
 
-TEST_P(DispatchTest, RecordedSequenceFollowsARebuild)
+TEST_F(DispatchTest, RecordedSequenceFollowsARebuild)
 {
     std::vector<float> input = { 1.0f, 2.0f, 3.0f };
     std::vector<float> input2 = { 10.0f, 20.0f, 30.0f, 40.0f };
@@ -264,7 +264,7 @@ TEST_P(DispatchTest, RecordedSequenceFollowsARebuild)
     EXPECT_EQ(out2->vector(), (std::vector<float>{ -1.0f, -1.0f, -1.0f, -1.0f }));
 }
 
-TEST_P(DispatchTest, RecordedSequenceFollowsSetMemObjects)
+TEST_F(DispatchTest, RecordedSequenceFollowsSetMemObjects)
 {
     std::vector<float> input1 = { 1.0f, 2.0f };
     std::vector<float> input2 = { 5.0f, 7.0f };
@@ -299,7 +299,7 @@ TEST_P(DispatchTest, RecordedSequenceFollowsSetMemObjects)
     EXPECT_EQ(out2->vector(), affine(input1, 10.0f, 0.0f));
 }
 
-TEST_P(DispatchTest, RebindAndRebuildWaitForASubmissionInFlight)
+TEST_F(DispatchTest, RebindAndRebuildWaitForASubmissionInFlight)
 {
     // The descriptor set and pipeline of a submitted batch must not change
     // under it: setMemObjects and rebuild wait for it first.
@@ -331,7 +331,7 @@ TEST_P(DispatchTest, RebindAndRebuildWaitForASubmissionInFlight)
     EXPECT_EQ(out->vector(), affine(input, 5.0f, 0.0f));
 }
 
-TEST_P(DispatchTest, SetMemObjectsRejectsAnotherLayout)
+TEST_F(DispatchTest, SetMemObjectsRejectsAnotherLayout)
 {
     auto in = mgr().tensor({ 1.0f });
     auto out = mgr().tensor({ 0.0f });
@@ -349,7 +349,7 @@ TEST_P(DispatchTest, SetMemObjectsRejectsAnotherLayout)
     EXPECT_EQ(algorithm->getMemObjects()[1], out);
 }
 
-TEST_P(DispatchTest, SetWorkgroupWithoutRebuild)
+TEST_F(DispatchTest, SetWorkgroupWithoutRebuild)
 {
     auto in = mgr().tensor({ 1.0f, 2.0f, 3.0f, 4.0f });
     auto out = mgr().tensor({ 0.0f, 0.0f, 0.0f, 0.0f });
@@ -369,7 +369,7 @@ TEST_P(DispatchTest, SetWorkgroupWithoutRebuild)
     EXPECT_EQ(out->vector(), (std::vector<float>{ 2.0f, 4.0f, 6.0f, 8.0f }));
 }
 
-TEST_P(DispatchTest, EvalAsyncAndAwait)
+TEST_F(DispatchTest, EvalAsyncAndAwait)
 {
     std::vector<float> input(256);
     for (size_t i = 0; i < input.size(); ++i) {
@@ -388,14 +388,13 @@ TEST_P(DispatchTest, EvalAsyncAndAwait)
     EXPECT_EQ(out->vector(), affine(input, 0.5f, 1.0f));
 }
 
-INSTANTIATE_TEST_SUITE_P(Staging, DispatchTest, ::testing::ValuesIn(bothStagings()), stagingName);
 
 // --- OpMult ------------------------------------------------------------------------
 
-class OpMultTest : public StagingTest
+class OpMultTest : public KomputeTest
 {};
 
-TEST_P(OpMultTest, MultipliesElementWise)
+TEST_F(OpMultTest, MultipliesElementWise)
 {
     auto a = mgr().tensor({ 2.0f, 4.0f, 6.0f });
     auto b = mgr().tensor({ 0.0f, 1.0f, 2.0f });
@@ -413,7 +412,7 @@ TEST_P(OpMultTest, MultipliesElementWise)
     EXPECT_EQ(algorithm->getMemObjects().size(), 3u);
 }
 
-TEST_P(OpMultTest, SizeThatIsNotAMultipleOfTheLocalSize)
+TEST_F(OpMultTest, SizeThatIsNotAMultipleOfTheLocalSize)
 {
     const size_t n = 1000;
     std::mt19937 random(99);
@@ -438,7 +437,7 @@ TEST_P(OpMultTest, SizeThatIsNotAMultipleOfTheLocalSize)
     EXPECT_EQ(out->vector(), expected);
 }
 
-TEST_P(OpMultTest, ChainedMultiplications)
+TEST_F(OpMultTest, ChainedMultiplications)
 {
     auto a = mgr().tensor({ 1.0f, 2.0f, 3.0f });
     auto b = mgr().tensor({ 4.0f, 5.0f, 6.0f });
@@ -455,7 +454,6 @@ TEST_P(OpMultTest, ChainedMultiplications)
     EXPECT_EQ(abb->vector(), (std::vector<float>{ 16.0f, 50.0f, 108.0f }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Staging, OpMultTest, ::testing::ValuesIn(bothStagings()), stagingName);
 
 using OpMultErrorTest = KomputeTest;
 
@@ -561,10 +559,10 @@ class RepeatedDispatch : public kp::OpBase
 
 } // namespace
 
-class CustomOperationTest : public StagingTest
+class CustomOperationTest : public KomputeTest
 {};
 
-TEST_P(CustomOperationTest, SubclassOfOpBaseRecordsADispatch)
+TEST_F(CustomOperationTest, SubclassOfOpBaseRecordsADispatch)
 {
     std::vector<float> input = { 0.0f, 1.0f, -2.0f, 3.5f };
     auto v = mgr().tensor(input);
@@ -596,7 +594,7 @@ TEST_P(CustomOperationTest, SubclassOfOpBaseRecordsADispatch)
     EXPECT_EQ(v->vector(), expected);
 }
 
-TEST_P(CustomOperationTest, MissingBarrierAfterADispatchIsReportedBySynchronizationValidation)
+TEST_F(CustomOperationTest, MissingBarrierAfterADispatchIsReportedBySynchronizationValidation)
 {
     // Proves that synchronization validation sees the dispatches of these
     // suites: a copy that reads what a dispatch wrote, with no barrier
@@ -622,7 +620,6 @@ TEST_P(CustomOperationTest, MissingBarrierAfterADispatchIsReportedBySynchronizat
     resetValidationErrors();
 }
 
-INSTANTIATE_TEST_SUITE_P(Staging, CustomOperationTest, ::testing::ValuesIn(bothStagings()), stagingName);
 
 // --- Pipeline cache ----------------------------------------------------------------------
 

@@ -88,31 +88,6 @@ TEST_F(ManagerTest, SupportedDesiredExtensionIsAccepted)
     EXPECT_EQ(roundTrip(manager, { 8.0f }), (std::vector<float>{ 8.0f }));
 }
 
-TEST_F(ManagerTest, UnifiedMemoryDeviceMapsDeviceTensorsUnlessStagingIsForced)
-{
-    auto type = mgr().getDeviceProperties().deviceType;
-    bool unifiedType =
-      type == vk::PhysicalDeviceType::eCpu || type == vk::PhysicalDeviceType::eIntegratedGpu;
-    auto memory = mgr().getVkPhysicalDevice()->getMemoryProperties();
-    auto unifiedFlags = vk::MemoryPropertyFlagBits::eDeviceLocal |
-                        vk::MemoryPropertyFlagBits::eHostVisible |
-                        vk::MemoryPropertyFlagBits::eHostCoherent;
-    bool hasUnifiedMemory = false;
-    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
-        hasUnifiedMemory =
-          hasUnifiedMemory || (memory.memoryTypes[i].propertyFlags & unifiedFlags) == unifiedFlags;
-    }
-    EXPECT_EQ(mgr().usesStagingForDeviceMemory(), !(unifiedType && hasUnifiedMemory));
-
-    EXPECT_TRUE(makeManager(Staging::Forced)->usesStagingForDeviceMemory());
-    {
-        // "0" means off, like an unset variable.
-        ScopedEnv off("KOMPUTE_ENV_FORCE_STAGING", "0");
-        kp::Manager manager;
-        EXPECT_EQ(manager.usesStagingForDeviceMemory(), mgr().usesStagingForDeviceMemory());
-    }
-}
-
 TEST_F(ManagerTest, TwoManagersWorkSideBySide)
 {
     kp::Manager first;

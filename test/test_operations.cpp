@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The built-in operations (OpSyncDevice, OpSyncLocal and their range forms,
-// OpCopy, OpMemoryBarrier) and user-written operations, with and without a
-// staging buffer for eDevice memory. Also checks that the suite's
-// validation-error detection works at all.
+// OpCopy, OpMemoryBarrier) and user-written operations, over every memory
+// type: eDevice tensors have a host view of their own (staging memory) on
+// every device, eHost and eDeviceAndHost ones a view of the memory itself.
+// Also checks that the suite's validation-error detection works at all.
 #include "TestSupport.hpp"
 
 using namespace kp_test;
@@ -10,12 +11,6 @@ using namespace kp_test;
 namespace {
 
 constexpr uint32_t kCount = 16;
-
-std::string
-stagingName(const ::testing::TestParamInfo<Staging>& info)
-{
-    return toString(info.param);
-}
 
 // Host view memory types (all but eStorage).
 const std::vector<MemoryTypes> kHostVisibleTypes = { MemoryTypes::eDevice,
@@ -69,20 +64,11 @@ class FillOp : public kp::OpBase
 
 } // namespace
 
-class OperationsTest : public KomputeParamTest<Staging>
-{
-  protected:
-    OperationsTest() { mStaging = GetParam(); }
-};
-
-INSTANTIATE_TEST_SUITE_P(BothStagingModes,
-                         OperationsTest,
-                         ::testing::Values(Staging::Default, Staging::Forced),
-                         stagingName);
+using OperationsTest = KomputeTest;
 
 // --- OpSyncDevice / OpSyncLocal ---------------------------------------------------
 
-TEST_P(OperationsTest, OpSyncDeviceUploadsEveryObjectOfItsList)
+TEST_F(OperationsTest, OpSyncDeviceUploadsEveryObjectOfItsList)
 {
     auto floats = mgr().tensorT<float>(sampleValues<float>(kCount, 1), MemoryTypes::eDevice);
     auto ints = mgr().tensorT<int32_t>(sampleValues<int32_t>(kCount, 2), MemoryTypes::eHost);
@@ -102,7 +88,7 @@ TEST_P(OperationsTest, OpSyncDeviceUploadsEveryObjectOfItsList)
       sameElements(deviceValues<uint8_t>(mgr(), bytes), sampleValues<uint8_t>(kCount, 4)));
 }
 
-TEST_P(OperationsTest, OpSyncLocalDownloadsEveryObjectOfItsList)
+TEST_F(OperationsTest, OpSyncLocalDownloadsEveryObjectOfItsList)
 {
     std::vector<std::shared_ptr<kp::TensorT<int64_t>>> tensors;
     auto sequence = mgr().sequence();
@@ -125,7 +111,7 @@ TEST_P(OperationsTest, OpSyncLocalDownloadsEveryObjectOfItsList)
     }
 }
 
-TEST_P(OperationsTest, OpSyncDeviceRangeUploadsOnlyThatRange)
+TEST_F(OperationsTest, OpSyncDeviceRangeUploadsOnlyThatRange)
 {
     constexpr uint32_t offset = 4, count = 5;
     for (auto type : kHostVisibleTypes) {
@@ -140,9 +126,11 @@ TEST_P(OperationsTest, OpSyncDeviceRangeUploadsOnlyThatRange)
         other->setData(sampleValues<uint16_t>(kCount, 10));
         mgr().sequence()->eval<kp::OpSyncDevice>({ tensor, other }, offset, count);
 
-        // A direct host view is the device memory: the write itself reached
-        // the device. A staged one reaches it only over the synced range.
-        bool direct = tensor->isHostViewDirect();
+        // An eHost or eDeviceAndHost view is the device memory: the write
+        // itself reached the device. An eDevice one (on every device) reaches
+        // it only over the synced range.
+        bool direct = type != MemoryTypes::eDevice;
+        EXPECT_EQ(tensor->isHostViewDirect(), direct);
         EXPECT_TRUE(sameElements(deviceValues<float>(mgr(), tensor),
                                  direct ? after : spliced(before, after, offset, count)));
         EXPECT_TRUE(sameElements(deviceValues<uint16_t>(mgr(), other),
@@ -154,7 +142,7 @@ TEST_P(OperationsTest, OpSyncDeviceRangeUploadsOnlyThatRange)
     }
 }
 
-TEST_P(OperationsTest, OpSyncLocalRangeDownloadsOnlyThatRange)
+TEST_F(OperationsTest, OpSyncLocalRangeDownloadsOnlyThatRange)
 {
     constexpr uint32_t offset = 9, count = 7; // up to the last element
     for (auto type : kHostVisibleTypes) {
@@ -168,13 +156,13 @@ TEST_P(OperationsTest, OpSyncLocalRangeDownloadsOnlyThatRange)
           ->record(std::make_shared<RawDeviceCopy>(source, tensor))
           ->record<kp::OpSyncLocal>({ tensor }, offset, count)
           ->eval();
-        EXPECT_TRUE(sameElements(
-          tensor->vector(),
-          tensor->isHostViewDirect() ? deviceData : spliced(hostData, deviceData, offset, count)));
+        bool direct = type != MemoryTypes::eDevice;
+        EXPECT_TRUE(sameElements(tensor->vector(),
+                                 direct ? deviceData : spliced(hostData, deviceData, offset, count)));
     }
 }
 
-TEST_P(OperationsTest, RangeSyncsAtTheEdgesOfTheTensor)
+TEST_F(OperationsTest, RangeSyncsAtTheEdgesOfTheTensor)
 {
     auto first = sampleValues<int8_t>(kCount, 13);
     auto second = sampleValues<int8_t>(kCount, 14);
@@ -185,7 +173,8 @@ TEST_P(OperationsTest, RangeSyncsAtTheEdgesOfTheTensor)
     sequence->record<kp::OpSyncDevice>({ tensor }, 0, 1)
       ->record<kp::OpSyncDevice>({ tensor }, kCount - 1, 1)
       ->eval();
-    auto expected = tensor->isHostViewDirect() ? second : first;
+    // An eDevice tensor: only the synced elements reach the device.
+    auto expected = first;
     expected[0] = second[0];
     expected[kCount - 1] = second[kCount - 1];
     EXPECT_TRUE(sameElements(deviceValues<int8_t>(mgr(), tensor), expected));
@@ -195,7 +184,7 @@ TEST_P(OperationsTest, RangeSyncsAtTheEdgesOfTheTensor)
     EXPECT_TRUE(sameElements(deviceValues<int8_t>(mgr(), tensor), second));
 }
 
-TEST_P(OperationsTest, SyncOfStorageTensorsChangesNothing)
+TEST_F(OperationsTest, SyncOfStorageTensorsChangesNothing)
 {
     auto values = sampleValues<uint32_t>(kCount, 15);
     auto storage = mgr().tensorT<uint32_t>(values, MemoryTypes::eStorage);
@@ -211,7 +200,7 @@ TEST_P(OperationsTest, SyncOfStorageTensorsChangesNothing)
 
 // --- OpCopy ------------------------------------------------------------------------
 
-TEST_P(OperationsTest, OpCopyOneToManyFillsEveryMemoryTypeForEveryDataType)
+TEST_F(OperationsTest, OpCopyOneToManyFillsEveryMemoryTypeForEveryDataType)
 {
     forEachElementType([&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -243,7 +232,7 @@ TEST_P(OperationsTest, OpCopyOneToManyFillsEveryMemoryTypeForEveryDataType)
     });
 }
 
-TEST_P(OperationsTest, OpCopyCopiesTheDeviceDataNotTheSourceHostView)
+TEST_F(OperationsTest, OpCopyCopiesTheDeviceDataNotTheSourceHostView)
 {
     // Upstream copied the source's host view into the targets' host views
     // after the run, which was stale when only the device data had changed.
@@ -254,10 +243,12 @@ TEST_P(OperationsTest, OpCopyCopiesTheDeviceDataNotTheSourceHostView)
     source->setData(unsynced);
     auto target = mgr().tensorT<float>(kCount);
     mgr().sequence()->eval<kp::OpCopy>({ source, target });
-    EXPECT_TRUE(sameElements(target->vector(), source->isHostViewDirect() ? unsynced : synced));
+    // The source is an eDevice tensor: its device data is what was synced,
+    // on every device.
+    EXPECT_TRUE(sameElements(target->vector(), synced));
 }
 
-TEST_P(OperationsTest, OpCopyChainsThroughStorageAndBackWithoutUserBarriers)
+TEST_F(OperationsTest, OpCopyChainsThroughStorageAndBackWithoutUserBarriers)
 {
     for (auto type : kHostVisibleTypes) {
         SCOPED_TRACE(kp::Memory::toString(type));
@@ -287,10 +278,10 @@ TEST_P(OperationsTest, OpCopyChainsThroughStorageAndBackWithoutUserBarriers)
 // memory type, and the staging copies and barriers around it must hold
 // (synchronization validation watches). Results are read without OpCopy:
 // through host views, and for eStorage through a plain vkCmdCopyBuffer.
-TEST_P(OperationsTest, OpCopyByShaderCopiesLargeTensorsWhole)
+TEST_F(OperationsTest, OpCopyByShaderCopiesLargeTensorsWhole)
 {
     ScopedEnv shaderCopies("KOMPUTE_ENV_SHADER_COPY", "1");
-    auto manager = makeManager(GetParam());
+    auto manager = makeManager();
     kp::logger::Level previousLevel = kp::logger::getLogLevel();
     kp::logger::setLogLevel(kp::logger::Level::Debug);
     for (uint32_t count : { 1u << 20, (1u << 20) + 13 }) {
@@ -326,10 +317,10 @@ TEST_P(OperationsTest, OpCopyByShaderCopiesLargeTensorsWhole)
     kp::logger::setLogLevel(previousLevel);
 }
 
-TEST_P(OperationsTest, OpCopyUsesTheCopyCommandWhenShaderCopiesAreOff)
+TEST_F(OperationsTest, OpCopyUsesTheCopyCommandWhenShaderCopiesAreOff)
 {
     ScopedEnv shaderCopies("KOMPUTE_ENV_SHADER_COPY", "0");
-    auto manager = makeManager(GetParam());
+    auto manager = makeManager();
     kp::logger::Level previousLevel = kp::logger::getLogLevel();
     kp::logger::setLogLevel(kp::logger::Level::Debug);
     std::vector<float> values = sampleValues<float>(1u << 18, 22);
@@ -342,7 +333,7 @@ TEST_P(OperationsTest, OpCopyUsesTheCopyCommandWhenShaderCopiesAreOff)
     kp::logger::setLogLevel(previousLevel);
 }
 
-TEST_P(OperationsTest, OpCopyOverwritesATargetWrittenEarlierInTheBatch)
+TEST_F(OperationsTest, OpCopyOverwritesATargetWrittenEarlierInTheBatch)
 {
     auto first = mgr().tensorT<int16_t>(sampleValues<int16_t>(kCount, 20));
     auto second = mgr().tensorT<int16_t>(sampleValues<int16_t>(kCount, 21));
@@ -360,7 +351,7 @@ TEST_P(OperationsTest, OpCopyOverwritesATargetWrittenEarlierInTheBatch)
       sameElements(deviceValues<int16_t>(mgr(), first), sampleValues<int16_t>(kCount, 20)));
 }
 
-TEST_P(OperationsTest, RepeatedObjectsInAnOperationAreHandledOnce)
+TEST_F(OperationsTest, RepeatedObjectsInAnOperationAreHandledOnce)
 {
     // Upstream code may name an object twice; copying into it twice in one
     // operation, with no barrier in between, would be a write-after-write
@@ -383,7 +374,7 @@ TEST_P(OperationsTest, RepeatedObjectsInAnOperationAreHandledOnce)
 
 // --- OpMemoryBarrier ---------------------------------------------------------------
 
-TEST_P(OperationsTest, OpMemoryBarrierOrdersUserOperations)
+TEST_F(OperationsTest, OpMemoryBarrierOrdersUserOperations)
 {
     // Two user copies that depend on each other and record no barrier: the
     // OpMemoryBarrier between them is the only thing ordering them. Without
@@ -405,7 +396,7 @@ TEST_P(OperationsTest, OpMemoryBarrierOrdersUserOperations)
     EXPECT_TRUE(sameElements(deviceValues<float>(mgr(), c), values));
 }
 
-TEST_P(OperationsTest, OpMemoryBarrierOnStagingAndOnSeveralObjects)
+TEST_F(OperationsTest, OpMemoryBarrierOnStagingAndOnSeveralObjects)
 {
     auto values = sampleValues<uint32_t>(kCount, 23);
     auto a = mgr().tensorT<uint32_t>(values);
@@ -436,7 +427,7 @@ TEST_P(OperationsTest, OpMemoryBarrierOnStagingAndOnSeveralObjects)
 
 // --- User-written operations ----------------------------------------------------
 
-TEST_P(OperationsTest, CustomOperationWritesTheDevice)
+TEST_F(OperationsTest, CustomOperationWritesTheDevice)
 {
     auto tensor = mgr().tensorT<uint32_t>(sampleValues<uint32_t>(kCount, 24));
     auto bytes = mgr().tensorT<uint8_t>(sampleValues<uint8_t>(kCount * 4, 25), MemoryTypes::eHost);
@@ -455,7 +446,7 @@ TEST_P(OperationsTest, CustomOperationWritesTheDevice)
     EXPECT_EQ(bytes->vector(), expected);
 }
 
-TEST_P(OperationsTest, CustomOperationHooksAreCalledAtRecordSubmitAndCompletion)
+TEST_F(OperationsTest, CustomOperationHooksAreCalledAtRecordSubmitAndCompletion)
 {
     auto a = mgr().tensorT<float>(sampleValues<float>(kCount, 26), MemoryTypes::eHost);
     auto b = mgr().tensorT<float>(kCount, MemoryTypes::eHost);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// kp::Tensor and kp::TensorT<T>: every data type in every memory type, with
-// and without a staging buffer for eDevice memory. Device data is read back
+// kp::Tensor and kp::TensorT<T>: every data type in every memory type.
+// eDevice tensors have a host view of their own (staging memory) on every
+// device, unified-memory ones included; eHost and eDeviceAndHost views are
+// the memory itself. Device data is read back
 // through OpCopy chains (see deviceValues in TestSupport.hpp), never through
 // the tensor's own host view, so each test checks what the device holds.
 #include "TestSupport.hpp"
@@ -15,29 +17,25 @@ namespace {
 // Odd, so that sizes are not multiples of any alignment.
 constexpr size_t kCount = 37;
 
-using TensorParam = std::tuple<Staging, MemoryTypes>;
+using TensorParam = MemoryTypes;
 
 std::string
 paramName(const ::testing::TestParamInfo<TensorParam>& info)
 {
-    return toString(std::get<0>(info.param)) + "_" + kp::Memory::toString(std::get<1>(info.param));
+    return kp::Memory::toString(info.param);
 }
 
-// Both staging modes with every memory type, or with those that have a
-// host view (all but eStorage).
+// Every memory type, or those that have a host view (all but eStorage).
 auto
 allParams()
 {
-    return ::testing::Combine(::testing::Values(Staging::Default, Staging::Forced),
-                              ::testing::ValuesIn(allMemoryTypes()));
+    return ::testing::ValuesIn(allMemoryTypes());
 }
 
 auto
 hostVisibleParams()
 {
-    return ::testing::Combine(
-      ::testing::Values(Staging::Default, Staging::Forced),
-      ::testing::Values(MemoryTypes::eDevice, MemoryTypes::eHost, MemoryTypes::eDeviceAndHost));
+    return ::testing::Values(MemoryTypes::eDevice, MemoryTypes::eHost, MemoryTypes::eDeviceAndHost);
 }
 
 } // namespace
@@ -45,9 +43,7 @@ hostVisibleParams()
 class TensorTest : public KomputeParamTest<TensorParam>
 {
   protected:
-    TensorTest() { mStaging = std::get<0>(GetParam()); }
-
-    MemoryTypes memoryType() const { return std::get<1>(GetParam()); }
+    MemoryTypes memoryType() const { return GetParam(); }
     bool hasHostView() const { return memoryType() != MemoryTypes::eStorage; }
 
     void syncToDevice(const std::shared_ptr<kp::Tensor>& tensor)
@@ -89,7 +85,7 @@ TEST_P(TensorTest, PropertiesDescribeTheTensor)
         EXPECT_TRUE(*tensor->getPrimaryBuffer());
 
         // Only eDevice tensors on a staging device have a separate host copy.
-        bool staged = memoryType() == MemoryTypes::eDevice && mgr().usesStagingForDeviceMemory();
+        bool staged = memoryType() == MemoryTypes::eDevice;
         EXPECT_EQ(tensor->getStagingBuffer() != nullptr, staged);
         EXPECT_EQ(tensor->isHostViewDirect(), hasHostView() && !staged);
         EXPECT_EQ(tensor->rawData() != nullptr, hasHostView());
@@ -276,9 +272,11 @@ TEST_P(HostViewTensorTest, WithoutSyncLocalOnlyAStagedHostViewKeepsItsOldData)
         auto tensor = mgr().tensorT<T>(hostData, memoryType());
         std::shared_ptr<kp::OpBase> deviceWrite = std::make_shared<RawDeviceCopy>(source, tensor);
         mgr().sequence()->eval(deviceWrite);
-        // A direct host view is the device memory; a staged one is a copy.
-        EXPECT_TRUE(
-          sameElements(tensor->vector(), tensor->isHostViewDirect() ? deviceData : hostData));
+        // An eHost or eDeviceAndHost view is the device memory; an eDevice
+        // one is a copy of its own, on every device.
+        bool direct = memoryType() != MemoryTypes::eDevice;
+        EXPECT_EQ(tensor->isHostViewDirect(), direct);
+        EXPECT_TRUE(sameElements(tensor->vector(), direct ? deviceData : hostData));
     });
 }
 
@@ -501,7 +499,6 @@ TEST_P(StandaloneTensorTest, TensorsOnADeviceWithoutManagerWorkWithAStandaloneSe
 {
     // An application's own device, unknown to any Manager: the upstream
     // constructors of Tensor and Sequence make everything work on it.
-    ScopedEnv staging("KOMPUTE_ENV_FORCE_STAGING", mStaging == Staging::Forced ? "1" : nullptr);
     RawVulkanDevice raw;
     auto values = sampleValues<uint16_t>(kCount, 15);
     auto bytes = toBytes(values);

@@ -105,10 +105,10 @@ expectGrid(const Grid& grid, const Size3& local, const Size3& groups)
 
 } // namespace
 
-class WorkgroupTest : public StagingTest
+class WorkgroupTest : public KomputeTest
 {};
 
-TEST_P(WorkgroupTest, OneDimensional)
+TEST_F(WorkgroupTest, OneDimensional)
 {
     Size3 local = { 4, 1, 1 };
     Size3 groups = { 5, 1, 1 };
@@ -118,7 +118,7 @@ TEST_P(WorkgroupTest, OneDimensional)
     expectGrid(grid, local, groups);
 }
 
-TEST_P(WorkgroupTest, TwoDimensional)
+TEST_F(WorkgroupTest, TwoDimensional)
 {
     Size3 local = { 4, 2, 1 };
     Size3 groups = { 3, 5, 1 };
@@ -127,7 +127,7 @@ TEST_P(WorkgroupTest, TwoDimensional)
     expectGrid(grid, local, groups);
 }
 
-TEST_P(WorkgroupTest, ThreeDimensional)
+TEST_F(WorkgroupTest, ThreeDimensional)
 {
     Size3 local = { 2, 2, 2 };
     Size3 groups = { 3, 2, 4 };
@@ -137,7 +137,6 @@ TEST_P(WorkgroupTest, ThreeDimensional)
     expectGrid(grid, local, groups);
 }
 
-INSTANTIATE_TEST_SUITE_P(Staging, WorkgroupTest, ::testing::ValuesIn(bothStagings()), stagingName);
 
 using WorkgroupDefaultsTest = KomputeTest;
 

@@ -391,6 +391,7 @@ BENCH_CASE("c_dispatch_independent", "per-dispatch cost of 1000 independent disp
     VkCommandBuffer independent = record(false);
     VkCommandBuffer serialised = record(true);
 
+    mgr.sequence()->eval<kp::OpSyncDevice>(memories);
     sequence->eval();
     mgr.sequence()->eval<kp::OpSyncLocal>(memories);
     std::memset(buffer.mapped, 0, stride * dispatches);

@@ -119,7 +119,7 @@ BENCH_CASE("d_sync_bandwidth", "OpSyncDevice / OpSyncLocal of eDevice tensors, t
         if (back != user) {
             throw std::runtime_error("d_sync_bandwidth: download() did not return what upload() sent");
         }
-        up.notes["staging"] = mgr.usesStagingForDeviceMemory() ? "yes" : "no (unified memory)";
+        up.notes["staging"] = tensor->getStagingBuffer() ? "yes" : "no";
 
         // The raw baseline: pinned (host-visible, cached) memory and a
         // device-local buffer, the copy pre-recorded; measured with and
@@ -227,7 +227,9 @@ BENCH_CASE("e_tensor_create_destroy", "create and destroy 10,000 tensors of 256 
     });
 }
 
-BENCH_CASE("f_algorithm_create", "algorithm creation with a warm pipeline cache vs a cold one")
+BENCH_CASE("f_algorithm_create",
+           "algorithm creation with a warm pipeline cache vs a cold one, and with the SPIR-V of an "
+           "existing algorithm (shared pipeline)")
 {
     kp::Manager& mgr = context.manager();
     auto a = mgr.tensorT<uint32_t>(std::vector<uint32_t>(256, 1));
@@ -237,6 +239,9 @@ BENCH_CASE("f_algorithm_create", "algorithm creation with a warm pipeline cache 
     // changes the code.
     auto& cold = context.add("f_algorithm_create", "kompute_cold_cache", "us_per_algorithm", false);
     auto& warm = context.add("f_algorithm_create", "kompute", "us_per_algorithm", false);
+    // The same SPIR-V, constants and layout as an algorithm that is alive:
+    // it shares that one's pipeline, so only a descriptor set is made.
+    auto& same = context.add("f_algorithm_create", "kompute_same_spirv", "us_per_algorithm", false);
     static int generation = 0;
     for (int r = 0; r < context.repetitions(); ++r) {
         std::vector<std::vector<uint32_t>> shaders;
@@ -257,8 +262,17 @@ BENCH_CASE("f_algorithm_create", "algorithm creation with a warm pipeline cache 
                 mgr.algorithm<float, uint32_t>({ a, b }, spirv, { 1, 1, 1 }, {}, { 64u });
             }
         });
+        auto existing = mgr.algorithm<float, uint32_t>({ a, b }, shaders[0], { 1, 1, 1 }, {}, { 64u });
+        uint64_t pipelines = mgr.pipelineStats().pipelinesCreated;
+        double sameSeconds = secondsOf([&] {
+            for (int i = 0; i < count; ++i) {
+                mgr.algorithm<float, uint32_t>({ a, b }, shaders[0], { 1, 1, 1 }, {}, { 64u });
+            }
+        });
+        same.notes["pipelines_created"] = std::to_string(mgr.pipelineStats().pipelinesCreated - pipelines);
         cold.samples.push_back(coldSeconds * 1e6 / count);
         warm.samples.push_back(warmSeconds * 1e6 / count);
+        same.samples.push_back(sameSeconds * 1e6 / count);
     }
 }
 

@@ -17,7 +17,10 @@ namespace kp {
 
 namespace internal {
 class Device;
+class BatchReferences;
+class DescriptorSetOwner;
 struct AlgorithmObjects;
+struct SharedPipeline;
 }
 
 /** Raw bytes of push or specialization constants plus what they hold. */
@@ -158,7 +161,8 @@ class Algorithm
                  const ConstantBytes& pushConstants);
 
     /** Binds other memory objects of the same kinds, without rebuilding the
-     * pipeline (ours). Waits for in-flight work of the device. */
+     * pipeline (ours): they get a fresh descriptor set, and the old one is
+     * freed once work in flight has completed (it does not wait). */
     void setMemObjects(const std::vector<std::shared_ptr<Memory>>& memObjects);
 
     void recordDispatch(const vk::CommandBuffer& commandBuffer);
@@ -196,8 +200,9 @@ class Algorithm
 
     const std::vector<std::shared_ptr<Memory>>& getMemObjects() const { return mMemObjects; }
 
-    /** Destroys the Vulkan objects (waiting for in-flight work first).
-     * Idempotent. */
+    /** Hands the Vulkan objects to the device, which frees them once work
+     * in flight has completed (it does not wait), and lets go of the memory
+     * objects. Idempotent. */
     void destroy();
 
     /** Forgets the stored specialization and push constants and the built
@@ -227,10 +232,14 @@ class Algorithm
       const std::shared_ptr<vk::Device>& device,
       const std::vector<std::shared_ptr<Memory>>& memObjects);
     void release();
-    void writeDescriptors();
+    internal::DescriptorSetOwner allocateDescriptorSet(const internal::SharedPipeline& pipeline);
+    void writeDescriptors(vk::DescriptorSet set,
+                          const std::vector<std::shared_ptr<Memory>>& memObjects);
 
     std::shared_ptr<internal::Device> mDevice;
     std::unique_ptr<internal::AlgorithmObjects> mObjects;
+    // The sequence batches that recorded it (see internal/Batches.hpp).
+    std::unique_ptr<internal::BatchReferences> mRecordedIn;
     std::vector<std::shared_ptr<Memory>> mMemObjects;
     std::vector<uint32_t> mSpirv;
     ConstantBytes mSpecializationConstants;

@@ -27,6 +27,11 @@
 
 namespace kp {
 
+namespace internal {
+class BufferOwner;
+class ImageOwner;
+}
+
 class Image : public Memory
 {
   public:
@@ -163,11 +168,13 @@ class Image : public Memory
     vk::Format mFormat = vk::Format::eUndefined;
     vk::ImageTiling mTiling = vk::ImageTiling::eOptimal;
     vk::ImageLayout mPrimaryImageLayout = vk::ImageLayout::eUndefined;
+    // The image (with its memory and view) and the staging buffer behind the
+    // host view (shared: a host view a binding keeps may outlive destroy()).
+    std::unique_ptr<internal::ImageOwner> mImage;
+    std::shared_ptr<internal::BufferOwner> mStaging; // null for eStorage
+    // The handles as upstream's getters return them.
     std::shared_ptr<vk::Image> mPrimaryImage;
-    std::unique_ptr<internal::Allocation> mPrimaryAllocation;
-    vk::ImageView mImageView;
     std::shared_ptr<vk::Buffer> mStagingBuffer;
-    std::unique_ptr<internal::Allocation> mStagingAllocation;
     vk::DescriptorImageInfo mDescriptorImageInfo;
 };
 

@@ -46,6 +46,19 @@ struct MemoryStats
     uint32_t deviceMemoryCount() const;
 };
 
+/** Pipeline objects made by a Manager (ours, see Manager::pipelineStats).
+ * Algorithms of the same SPIR-V, specialization constants and layout share
+ * one shader module, pipeline layout and pipeline. */
+struct PipelineStats
+{
+    /** VkShaderModules created so far (one per distinct SPIR-V in use). */
+    uint64_t shaderModulesCreated = 0;
+    /** VkPipelines (with their layouts) created so far. */
+    uint64_t pipelinesCreated = 0;
+    /** Pipelines alive now, shared by the algorithms that use them. */
+    uint32_t livePipelines = 0;
+};
+
 namespace internal {
 class Device;
 }
@@ -324,10 +337,11 @@ class Manager
     uint32_t queueCount() const;
     /** Family index of queue `queueIndex`. */
     uint32_t queueFamilyIndex(uint32_t queueIndex) const;
-    /** Bytes allocated, used and peak per memory type. */
+    /** Bytes allocated, used and peak per memory type. Memory that dropped
+     * objects leave is counted until the device is done with it. */
     MemoryStats memoryStats() const;
-    /** True when eDevice tensors have a staging copy for their host view. */
-    bool usesStagingForDeviceMemory() const;
+    /** Shader modules and pipelines created, and pipelines alive. */
+    PipelineStats pipelineStats() const;
 
     /**
      * How the waits of this manager's sequences (eval(), evalAwait(), the

@@ -3,6 +3,7 @@
 // device allocation and the host view (`data()`, `vector()`, `setData()`).
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@ class Memory;
 
 namespace internal {
 class Device;
+class BatchReferences;
 struct Allocation;
 /** The device context of a memory object (for the kernel library, which
  * builds its operations' algorithms on it and checks that their tensors
@@ -102,8 +104,9 @@ class Memory
     Memory& operator=(Memory&&) = delete;
     virtual ~Memory();
 
-    /** Frees the device memory. Waits for in-flight work of the device if
-     * there is any. Afterwards every use throws kp::DestroyedError. */
+    /** Hands the device memory to the device, which frees it once work in
+     * flight that may use it has completed (it does not wait). Afterwards
+     * every use throws kp::DestroyedError. */
     virtual void destroy() = 0;
     virtual bool isInit() const = 0;
     virtual Type type() = 0;
@@ -120,16 +123,29 @@ class Memory
     uint32_t getX() const { return mX; }
     uint32_t getY() const { return mY; }
 
-    /** True when the host view is the device memory itself (eHost,
-     * eDeviceAndHost, and eDevice on unified-memory devices): no staging
-     * copy is made and OpSyncDevice/OpSyncLocal only add barriers (ours). */
+    /** True when the host view is the device memory itself (eHost and
+     * eDeviceAndHost, on every device): no staging copy is made and
+     * OpSyncDevice/OpSyncLocal only add barriers. eDevice views are a copy
+     * of their own everywhere, moved only by the sync operations (ours). */
     bool isHostViewDirect() const { return mHostViewIsPrimary; }
 
     // --- Host view --------------------------------------------------------
 
-    /** Pointer to the host view (mapped memory; staging memory for eDevice
-     * on discrete GPUs). nullptr for eStorage, which has no host view. */
+    /** Pointer to the host view (mapped memory; staging memory for
+     * eDevice). nullptr for eStorage, which has no host view. The
+     * pointer is valid until destroy(). */
     void* rawData();
+
+    /**
+     * Keeps the memory behind the host view mapped, and unused by other
+     * objects, until this object is deleted, even after destroy() or its
+     * Manager's destroy() (ours). For bindings whose views live as long as
+     * the object rather than until destroy(), such as the numpy arrays of
+     * the Python module: reading such a view after destroy() sees the last
+     * host data instead of freed memory. The Vulkan device then stays
+     * until the last such object goes.
+     */
+    void keepHostViewUntilDeleted() { mKeepHostView.store(true); }
 
     /** Copies `bytes` bytes into the host view; throws if the size is not
      * memorySize(). Does not touch the device copy of an eDevice object:
@@ -202,6 +218,14 @@ class Memory
     /** Throws kp::DestroyedError naming `action` if the object is gone. */
     void checkInit(const char* action) const;
 
+    /** Notes that a Sequence's batch being recorded on this thread uses the
+     * object's buffer or image (ours). The record methods above do it; a
+     * custom operation that records commands on getPrimaryBuffer() or
+     * getPrimaryImage() itself calls it too. destroy() then keeps the
+     * Vulkan objects until that batch is recorded anew, cleared or
+     * destroyed, so the command buffer stays valid. */
+    void noteRecorded();
+
   protected:
     // Algorithms bind memory objects and must check they share a device;
     // OpCopy copies tensors with a shader where that is faster.
@@ -222,6 +246,10 @@ class Memory
     void checkCopyableFrom(const Memory& source) const;
     /** Subclasses copy `data` (if any) once their memory exists. */
     void initialiseHostView(const void* data);
+    /** Subclasses' destroy() gives the owner of the host view's memory
+     * here: it is kept if keepHostViewUntilDeleted() was called. */
+    void keepHostViewOwner(std::shared_ptr<void> owner);
+
     void* hostViewOrThrow(const char* action);
     /** The host view, after checking that `bytes` is this object's size
      * and `data` is not null (setData, upload, download). */
@@ -242,6 +270,9 @@ class Memory
     // Mapped host view (primary or staging memory); null for eStorage.
     void* mHostView = nullptr;
     bool mHostViewIsPrimary = false;
+    std::atomic<bool> mKeepHostView{ false };
+    std::shared_ptr<void> mKeptHostView;
+    std::unique_ptr<internal::BatchReferences> mRecordedIn;
 };
 
 template<>

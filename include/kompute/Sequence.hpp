@@ -20,6 +20,7 @@ class Algorithm;
 namespace internal {
 class Device;
 struct Queue;
+struct SequenceObjects;
 class BarrierTracker;
 
 /** Returns a tracker to its pool (internal/BarrierTracker.hpp). */
@@ -70,7 +71,7 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     Sequence(Sequence&&) = delete;
     Sequence& operator=(const Sequence&) = delete;
     Sequence& operator=(Sequence&&) = delete;
-    /** Waits for in-flight work, then frees the Vulkan objects. */
+    /** As destroy(). */
     ~Sequence();
 
     /** Records `op` into the batch (starting a new batch after an
@@ -147,8 +148,11 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     /** Records the batch's operations again into a fresh command buffer
      * (after an algorithm was rebuilt, say). */
     void rerecord();
-    /** Waits for in-flight work and frees the Vulkan objects. Idempotent;
-     * afterwards every use throws kp::DestroyedError. */
+    /** Drops the recorded operations and hands the Vulkan objects to the
+     * device, which frees them once work in flight has completed: it does
+     * not wait (a submission never awaited completes on its own, without
+     * postEval). A call in progress on another thread is finished first.
+     * Idempotent; afterwards every use throws kp::DestroyedError. */
     void destroy();
 
     /** Raw timestamp ticks of the last completed evaluation: one at the
@@ -228,6 +232,9 @@ class Sequence : public std::enable_shared_from_this<Sequence>
      * eSuccess or eTimeout; throws on other results. */
     vk::Result blockOnSubmission(uint64_t value, uint64_t timeoutNs) const;
     void dropOps();
+    /** Tells the device's retire list about a submission and its end. */
+    void trackSubmission(uint64_t value, bool byFence);
+    void trackCompletion();
 
     std::shared_ptr<internal::Device> mDevice;
     internal::Queue* mQueue = nullptr;
@@ -235,7 +242,9 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     uint32_t mQueueIndex = 0;
     uint32_t mTotalTimestamps = 0;
 
-    vk::CommandPool mCommandPool;
+    // The Vulkan objects (owners); the handles below are copies of theirs,
+    // null once destroyed.
+    std::unique_ptr<internal::SequenceObjects> mObjects;
     vk::CommandBuffer mCommandBuffer;
     vk::Fence mFence;
     vk::QueryPool mTimestampPool;

@@ -11,6 +11,10 @@ namespace kp {
 
 class Image;
 
+namespace internal {
+class BufferOwner;
+}
+
 class Tensor : public Memory
 {
   public:
@@ -107,10 +111,13 @@ class Tensor : public Memory
     void create(const void* data);
     void checkRange(uint32_t offset, uint32_t count, const char* action) const;
 
+    // The buffers and their memory. Shared, because a host view that a
+    // binding keeps (keepHostViewUntilDeleted) may outlive destroy().
+    std::shared_ptr<internal::BufferOwner> mPrimary;
+    std::shared_ptr<internal::BufferOwner> mStaging; // null without staging
+    // The handles as upstream's getters return them.
     std::shared_ptr<vk::Buffer> mPrimaryBuffer;
     std::shared_ptr<vk::Buffer> mStagingBuffer;
-    std::unique_ptr<internal::Allocation> mPrimaryAllocation;
-    std::unique_ptr<internal::Allocation> mStagingAllocation;
     vk::DescriptorBufferInfo mDescriptorBufferInfo;
 };
 

@@ -169,6 +169,10 @@ NdArray memoryData(nb::handle self);
 /** The same with the shape (height, width, channels) of an image. */
 NdArray imageDataHwc(nb::handle self);
 
+/** Memory.__array__(dtype, copy): data(), converted or copied as asked;
+ * raises kp.DestroyedError for a destroyed object. */
+nb::object memoryArrayInterface(nb::handle self, nb::handle dtype, nb::handle copy);
+
 /** Copies `values` (converted to the object's dtype) into its host view. */
 void memorySetData(nb::handle self, nb::handle values);
 

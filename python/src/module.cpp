@@ -372,7 +372,18 @@ NB_MODULE(_kp, m)
         "OpSyncLocal to bring results back (eHost / eDeviceAndHost tensors need neither). "
         "Raises kp.DestroyedError once the tensor or its Manager is destroyed, and kp.Error "
         "for a storage tensor, which has no host view. An array obtained before destroy() "
-        "must not be used afterwards: the memory behind it is freed.")
+        "stays readable afterwards (it shows the last host data): the memory behind it is "
+        "freed when the array and the tensor are gone.")
+      .def(
+        "__array__",
+        [](nb::handle self, nb::handle dtype, nb::handle copy) {
+            return memoryArrayInterface(self, dtype, copy);
+        },
+        "dtype"_a = nb::none(),
+        "copy"_a = nb::none(),
+        keepGil,
+        "numpy.asarray(t): the host view, like data(). Raises kp.DestroyedError once the "
+        "tensor or its Manager is destroyed.")
       .def(
         "set_data",
         [](nb::handle self, ArrayLike values) { memorySetData(self, values.object); },
@@ -394,11 +405,13 @@ NB_MODULE(_kp, m)
            "False once destroyed (directly or by its Manager's destroy()).")
       .def("is_host_view_direct", &Memory::isHostViewDirect, keepGil,
            "True when the host view is the device memory itself (host and deviceAndHost "
-           "tensors, and device tensors on unified-memory devices): no staging copy, and "
-           "OpSyncDevice / OpSyncLocal only order accesses (ours).")
+           "tensors, on every device): no staging copy, and OpSyncDevice / OpSyncLocal only "
+           "order accesses. Device tensors' host views are a copy of their own everywhere "
+           "(ours).")
       .def("destroy", &Memory::destroy, releaseGil,
-           "Frees the GPU memory now (waiting for work in flight). Afterwards every use "
-           "raises kp.DestroyedError. Idempotent.");
+           "Frees the GPU memory, without waiting: once work in flight that may use it has "
+           "completed. Afterwards every use raises kp.DestroyedError (arrays from data() stay "
+           "readable). Idempotent.");
 
     nb::class_<kp::Tensor, Memory>(
       m,
@@ -600,7 +613,8 @@ NB_MODULE(_kp, m)
       .def("is_init", &kp::Algorithm::isInit, keepGil,
            "False before it is built (empty algorithm) and after destroy().")
       .def("destroy", &kp::Algorithm::destroy, releaseGil,
-           "Frees the pipeline and descriptor set (waiting for work in flight). Idempotent.")
+           "Frees the pipeline and descriptor set once work in flight that may use them has "
+           "completed (it does not wait), and lets go of the tensors. Idempotent.")
       .def(
         "rebuild",
         [](kp::Algorithm& self,
@@ -774,8 +788,9 @@ NB_MODULE(_kp, m)
            "Number of submissions so far (ours); the value this sequence's timeline semaphore "
            "reaches when the latest one completes.")
       .def("destroy", &kp::Sequence::destroy, releaseGil,
-           "Waits for work in flight and frees the command buffer. Idempotent; afterwards "
-           "every use raises kp.DestroyedError.");
+           "Drops the recorded operations and frees the command buffer once work in flight has "
+           "completed (it does not wait; a submission never awaited completes on its own). "
+           "Idempotent; afterwards every use raises kp.DestroyedError.");
 
     // --- Manager -------------------------------------------------------------------------
 
@@ -812,8 +827,8 @@ NB_MODULE(_kp, m)
       .def("destroy", &kp::Manager::destroy, releaseGil,
            "Waits for the device, destroys every object this manager made that is still alive "
            "(they stay as inert Python objects: using them raises kp.DestroyedError; numpy "
-           "arrays obtained from their data() must not be used any more), then the device and "
-           "instance. Idempotent.")
+           "arrays obtained from their data() stay readable, showing the last host data), then "
+           "the device. Idempotent.")
       .def("clear", &kp::Manager::clear, keepGil,
            "Kept for upstream code: expired objects are pruned automatically.")
       .def(
@@ -1023,10 +1038,21 @@ NB_MODULE(_kp, m)
         "Device memory use (ours): allocated_bytes, used_bytes, device_memory_count, and "
         "memory_types, a list with the same figures (and peak_used_bytes, allocation_count, "
         "property_flags) per Vulkan memory type.")
-      .def("uses_staging_for_device_memory", &kp::Manager::usesStagingForDeviceMemory, keepGil,
-           "True when device tensors get a staging copy for their host view (discrete GPUs, "
-           "or KOMPUTE_ENV_FORCE_STAGING=1); False on unified-memory devices, where their host "
-           "view is the device memory itself (ours).")
+      .def(
+        "pipeline_stats",
+        [](kp::Manager& self) {
+            kp::PipelineStats stats = self.pipelineStats();
+            nb::dict result;
+            result["shader_modules_created"] = stats.shaderModulesCreated;
+            result["pipelines_created"] = stats.pipelinesCreated;
+            result["live_pipelines"] = stats.livePipelines;
+            return result;
+        },
+        nb::sig("def pipeline_stats(self) -> dict[str, int]"),
+        keepGil,
+        "Pipeline objects (ours): shader_modules_created, pipelines_created, live_pipelines. "
+        "Algorithms of the same SPIR-V, specialization constants and layout share one shader "
+        "module, pipeline layout and pipeline.")
       .def("set_wait_strategy",
            &kp::Manager::setWaitStrategy,
            "strategy"_a,

@@ -306,7 +306,9 @@ imageFromPython(Manager& manager,
         h = *height;
         c = numChannels.value_or(1);
         uint64_t expected = uint64_t(w) * h * c;
-        if (shape[0] != expected) {
+        // More values than the image holds are accepted (the first ones are
+        // used, with a warning), as upstream does.
+        if (shape[0] < expected) {
             throw nb::value_error((std::string(what) + ": " + std::to_string(shape[0]) +
                                    " elements given, but width x height x num_channels = " +
                                    std::to_string(w) + " x " + std::to_string(h) + " x " +
@@ -372,6 +374,11 @@ memoryGetBuffer(PyObject* self, Py_buffer* view, int flags)
                         "with OpCopy into a device or host tensor to read it");
         }
         const DtypeInfo* info = dtypeInfo(memory.dataType());
+        // The exported view (memoryview, a numpy array whose base is the
+        // object) may be read after destroy() or the Manager's destroy():
+        // the memory behind it stays mapped, and unused by other objects,
+        // until the object itself goes, which the view keeps alive.
+        memory.keepHostViewUntilDeleted();
         void* data = memory.rawData();
         auto* shape = static_cast<BufferShape*>(std::malloc(sizeof(BufferShape)));
         if (shape == nullptr) {
@@ -455,6 +462,27 @@ memoryData(nb::handle self)
     Memory& memory = memoryOf(self);
     memory.checkInit(memory.type() == Memory::Type::eImage ? "Image.data()" : "Tensor.data()");
     return memoryArray(self, memory, nb::make_tuple(memory.size()));
+}
+
+nb::object
+memoryArrayInterface(nb::handle self, nb::handle dtype, nb::handle copy)
+{
+    // numpy asks the buffer protocol first and silently drops its error
+    // (making an object array of a destroyed tensor); it then comes here,
+    // where the error is raised.
+    Memory& memory = memoryOf(self);
+    memory.checkInit("numpy.asarray() of a destroyed object");
+    if (memory.memoryType() == Memory::MemoryTypes::eStorage) {
+        throw Error("An eStorage (kp.MemoryTypes.storage) object has no host view: copy it "
+                    "with OpCopy into a device or host tensor to read it");
+    }
+    nb::object array = memoryArray(self, memory, nb::make_tuple(memory.size())).object;
+    if (!dtype.is_none()) {
+        array = array.attr("astype")(dtype, nb::arg("copy") = copy.is_none() ? nb::bool_(false) : nb::borrow(copy));
+    } else if (!copy.is_none() && nb::cast<bool>(copy)) {
+        array = array.attr("copy")();
+    }
+    return array;
 }
 
 NdArray

@@ -79,32 +79,10 @@ def fail_on_validation_errors(request):
         )
 
 
-def pytest_generate_tests(metafunc):
-    # Modules that set STAGING_MODES = True run their `mgr` tests twice: with
-    # the device's own choice (no staging copy on unified-memory devices such
-    # as lavapipe) and with the staging copy forced, so both paths of
-    # OpSyncDevice / OpSyncLocal are tested on every device.
-    if "mgr" in metafunc.fixturenames and getattr(metafunc.module, "STAGING_MODES", False):
-        metafunc.parametrize("mgr", ["default", "staging"], indirect=True)
-
-
 @pytest.fixture
-def mgr(request):
+def mgr():
     """A Manager on device 0, destroyed after the test."""
-    mode = getattr(request, "param", "default")
-    saved = os.environ.get("KOMPUTE_ENV_FORCE_STAGING")
-    if mode == "staging":
-        os.environ["KOMPUTE_ENV_FORCE_STAGING"] = "1"
-    try:
-        manager = kp.Manager()
-    finally:
-        if mode == "staging":
-            if saved is None:
-                del os.environ["KOMPUTE_ENV_FORCE_STAGING"]
-            else:
-                os.environ["KOMPUTE_ENV_FORCE_STAGING"] = saved
-    if mode == "staging":
-        assert manager.uses_staging_for_device_memory()
+    manager = kp.Manager()
     yield manager
     manager.destroy()
 

@@ -8,8 +8,6 @@ import pytest
 import kp
 from shaders import compile_cached
 
-STAGING_MODES = True
-
 # values[i] = values[i] * MUL + ADD, after a busy loop that makes the
 # dispatch long enough for a missing dependency to show.
 STEP = """

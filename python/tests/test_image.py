@@ -8,8 +8,6 @@ import pytest
 import kp
 from shaders import compile_cached
 
-STAGING_MODES = True
-
 # Every dtype a storage image can hold.
 IMAGE_DTYPES = ["float32", "float16", "uint32", "int32", "uint16", "int16", "uint8", "int8"]
 CHANNELS = [1, 2, 4]
@@ -238,12 +236,22 @@ def test_shape_mismatch_raises(mgr):
         mgr.image(np.zeros((2, 3, 4)), 2, 3, 4)
     with pytest.raises(ValueError, match="does not match"):
         mgr.image_t(np.zeros((2, 3), dtype=np.uint8), num_channels=2)
-    with pytest.raises(ValueError, match="5 elements given, but width x height x num_channels"):
-        mgr.image(np.zeros(5), 2, 2, 1)
+    with pytest.raises(ValueError, match="3 elements given, but width x height x num_channels"):
+        mgr.image(np.zeros(3), 2, 2, 1)
     with pytest.raises(ValueError, match="flat array or one of shape"):
         mgr.image_t(np.zeros((1, 2, 2, 1), dtype=np.uint8))
     with pytest.raises(kp.Error):
         mgr.image(0, 2, 1)
+
+
+def test_flat_data_larger_than_the_image_is_cut_with_a_warning(mgr, caplog):
+    # As upstream (its TestImage.LargeVectorSize): the first width x height x
+    # channels values are used.
+    with caplog.at_level("WARNING", logger="kp"):
+        image = mgr.image(np.arange(6, dtype=np.float32), 2, 2, 1)
+        kp.flush_log()
+    assert image.data().tolist() == [0, 1, 2, 3]
+    assert any("the first 4 are used" in r.getMessage() for r in caplog.records)
 
 
 def test_data_after_destroy_raises(mgr):

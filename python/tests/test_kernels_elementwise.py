@@ -12,8 +12,6 @@ import kp
 
 from kernel_helpers import FLOAT_DTYPES, TOLERANCE, assert_near, floats_of, round_to, run, tensor_of
 
-STAGING_MODES = True  # see conftest.py
-
 UNARY = {
     kp.UnaryOp.cast: lambda x: x,
     kp.UnaryOp.scale: lambda x: 0.5 * x,

@@ -8,18 +8,16 @@ import kp
 
 from shaders import MULTIPLY, PUSH_AND_SPEC, TWICE_PLUS_ONE, compile_cached
 
-STAGING_MODES = True  # see conftest.py
-
-
 def test_sync_device_and_local(mgr):
     tensor = mgr.tensor([1, 2, 3])
     algorithm = mgr.algorithm([tensor], compile_cached(TWICE_PLUS_ONE))
     sequence = mgr.sequence()
     sequence.eval(kp.OpSyncDevice([tensor]))
     sequence.eval(kp.OpAlgoDispatch(algorithm))
-    if not tensor.is_host_view_direct():
-        # The host view is a staging copy, untouched until OpSyncLocal.
-        assert tensor.data().tolist() == [1, 2, 3]
+    # A device tensor's host view is a copy of its own, on every device:
+    # untouched until OpSyncLocal.
+    assert not tensor.is_host_view_direct()
+    assert tensor.data().tolist() == [1, 2, 3]
     sequence.eval(kp.OpSyncLocal([tensor]))
     assert tensor.data().tolist() == [3, 5, 7]
 
@@ -31,10 +29,17 @@ def test_ranged_sync(mgr):
     sequence.eval(kp.OpSyncDevice([tensor], 1, 2))
     tensor.data()[:] = [9, 9, 9, 9]
     sequence.eval(kp.OpSyncLocal([tensor], 0, 3))
-    if tensor.is_host_view_direct():
-        assert tensor.data().tolist() == [9, 9, 9, 9]  # one memory: nothing to copy
-    else:
-        assert tensor.data().tolist() == [0, 2, 3, 9]
+    assert tensor.data().tolist() == [0, 2, 3, 9]
+
+
+def test_host_tensors_are_zero_copy(mgr):
+    for memory_type in (kp.MemoryTypes.host, kp.MemoryTypes.deviceAndHost):
+        tensor = mgr.tensor([1, 2, 3], memory_type)
+        assert tensor.is_host_view_direct()
+        target = mgr.tensor([0, 0, 0])
+        tensor.data()[:] = [4, 5, 6]  # the memory itself: no OpSyncDevice needed
+        mgr.sequence().eval(kp.OpCopy([tensor, target]))
+        assert target.data().tolist() == [4, 5, 6]
 
 
 def test_ranged_sync_out_of_range_raises(mgr):

@@ -358,9 +358,8 @@ def test_readers_of_readonly_bindings_share_without_barriers(mgr):
     for out in outs:
         sequence.record(kp.OpAlgoDispatch(mgr.algorithm([a, b, out], compile_cached(MULTIPLY),
                                                         (4, 1, 1))))
-    # One barrier after the upload at most (none without staging), none
-    # between the three readers of a and b.
-    assert sequence.recorded_barrier_count() - base == (1 if mgr.uses_staging_for_device_memory() else 0)
+    # One barrier after the upload, none between the three readers of a and b.
+    assert sequence.recorded_barrier_count() - base == 1
     sequence.record(kp.OpSyncLocal(outs)).eval()
     for out in outs:
         np.testing.assert_array_equal(out.data(), np.arange(4) * 3)
@@ -378,5 +377,5 @@ def test_objects_of_another_manager_are_refused_when_recorded(mgr):
             sequence.record(kp.OpAlgoDispatch(their_algorithm))
         assert not sequence.is_recording()
         # The sequence works on with its own objects.
-        sequence.eval(kp.OpCopy([mgr.tensor([4, 5, 6]), mine]))
+        sequence.eval(kp.OpCopy([mgr.tensor([4, 5, 6], kp.MemoryTypes.host), mine]))
         np.testing.assert_array_equal(mine.data(), [4, 5, 6])

@@ -303,11 +303,12 @@ Allocator::free(Allocation& allocation)
         block->release(allocation.offset, allocation.size);
         if (block->used == 0) {
             // Keep one empty block per pool so that create/destroy loops do
-            // not allocate and free VkDeviceMemory every time.
+            // not allocate and free VkDeviceMemory every time (none once
+            // released).
             auto& blocks = mPools[allocation.memoryTypeIndex][static_cast<size_t>(block->kind)].blocks;
             size_t emptyBlocks = static_cast<size_t>(std::count_if(
               blocks.begin(), blocks.end(), [](const auto& b) { return b->used == 0; }));
-            if (emptyBlocks > 1) {
+            if (emptyBlocks > 1 || mReleased) {
                 auto it = std::find_if(blocks.begin(), blocks.end(), [block](const auto& b) {
                     return b.get() == block;
                 });
@@ -335,19 +336,32 @@ void
 Allocator::releaseAll()
 {
     std::lock_guard<std::mutex> lock(mMutex);
+    mReleased = true;
     for (uint32_t type = 0; type < mPools.size(); ++type) {
         for (auto& pool : mPools[type]) {
+            auto kept = pool.blocks.begin();
             for (auto& block : pool.blocks) {
                 if (block->used != 0) {
-                    KP_LOG_WARN("Freeing a memory block that still holds {} bytes of "
-                                "live allocations",
-                                block->used);
+                    *kept++ = std::move(block);
+                    continue;
                 }
                 releaseDeviceMemory(block->memory, block->size, type, block->mapped != nullptr);
             }
-            pool.blocks.clear();
+            pool.blocks.erase(kept, pool.blocks.end());
         }
     }
+}
+
+bool
+Allocator::hasLiveAllocations() const
+{
+    std::lock_guard<std::mutex> lock(mMutex);
+    for (const auto& type : mStats) {
+        if (type.allocationCount != 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 } // namespace internal

@@ -77,8 +77,13 @@ class Allocator
     }
 
     MemoryStats stats() const;
-    /** Frees every block. All allocations must have been freed. */
+    /** Frees every block that holds no live allocation, and afterwards
+     * frees each remaining block once its last allocation is freed: the
+     * live ones at this point are host views kept past destroy() (see
+     * Memory::keepHostViewUntilDeleted). */
     void releaseAll();
+    /** Whether any allocation is live (after releaseAll: any kept view). */
+    bool hasLiveAllocations() const;
 
     /** Block size used for a memory type (capped by its heap's size). */
     vk::DeviceSize blockSize(uint32_t memoryTypeIndex) const;
@@ -107,6 +112,7 @@ class Allocator
     // [memoryTypeIndex][ResourceKind]
     std::vector<std::array<Pool, 2>> mPools;
     std::vector<MemoryTypeStats> mStats;
+    bool mReleased = false;
 };
 
 } // namespace internal

@@ -39,8 +39,6 @@ const vk::PipelineStageFlags kAllStages = vk::PipelineStageFlagBits::eAllCommand
 const vk::AccessFlags kAllWrites = vk::AccessFlagBits::eMemoryWrite;
 const vk::AccessFlags kAllAccess = vk::AccessFlagBits::eMemoryRead | vk::AccessFlagBits::eMemoryWrite;
 
-thread_local bool recordingIntoSequence = false;
-thread_local const OpBase* orderedOperation = nullptr;
 
 } // namespace
 
@@ -272,71 +270,39 @@ acquireBarrierTracker()
 }
 
 vk::CommandBuffer
-EntryBarriers::get(vk::Device device, uint32_t family)
+EntryBarriers::get(const Device* context, uint32_t family)
 {
     std::lock_guard<std::mutex> lock(mMutex);
     for (const auto& existing : mFamilies) {
         if (existing.family == family) {
-            return existing.commandBuffer;
+            return existing.commandPool.commandBuffer;
         }
     }
+    vk::Device device = liveDevice(context);
     Family created;
     created.family = family;
     vk::CommandPoolCreateInfo poolInfo({}, family);
-    check(device.createCommandPool(&poolInfo, nullptr, &created.pool),
+    vk::CommandPool pool;
+    check(device.createCommandPool(&poolInfo, nullptr, &pool),
           "Creating the command pool of a queue's entry barrier");
-    try {
-        vk::CommandBufferAllocateInfo allocateInfo(created.pool, vk::CommandBufferLevel::ePrimary, 1);
-        check(device.allocateCommandBuffers(&allocateInfo, &created.commandBuffer),
-              "Allocating a queue's entry barrier");
-        vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eSimultaneousUse);
-        check(created.commandBuffer.begin(&beginInfo), "Recording a queue's entry barrier");
-        vk::MemoryBarrier barrier(kAllWrites, kAllAccess);
-        created.commandBuffer.pipelineBarrier(
-          kAllStages, kAllStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
-        check(vkEndCommandBuffer(created.commandBuffer), "Recording a queue's entry barrier");
-    } catch (...) {
-        device.destroyCommandPool(created.pool);
-        throw;
-    }
-    mFamilies.push_back(created);
-    return created.commandBuffer;
+    created.commandPool.pool = Owned<vk::CommandPool>(context, pool);
+    vk::CommandBuffer& cmd = created.commandPool.commandBuffer;
+    vk::CommandBufferAllocateInfo allocateInfo(pool, vk::CommandBufferLevel::ePrimary, 1);
+    check(device.allocateCommandBuffers(&allocateInfo, &cmd), "Allocating a queue's entry barrier");
+    vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eSimultaneousUse);
+    check(cmd.begin(&beginInfo), "Recording a queue's entry barrier");
+    vk::MemoryBarrier barrier(kAllWrites, kAllAccess);
+    cmd.pipelineBarrier(kAllStages, kAllStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
+    check(vkEndCommandBuffer(cmd), "Recording a queue's entry barrier");
+    mFamilies.push_back(std::move(created));
+    return mFamilies.back().commandPool.commandBuffer;
 }
 
 void
-EntryBarriers::destroy(vk::Device device)
+EntryBarriers::clear()
 {
     std::lock_guard<std::mutex> lock(mMutex);
-    for (auto& family : mFamilies) {
-        device.destroyCommandPool(family.pool); // frees the command buffer
-    }
-    mFamilies.clear();
-}
-
-SequenceRecordingScope::SequenceRecordingScope(const OpBase* ordered)
-  : mWasActive(recordingIntoSequence)
-  , mWasOrdered(orderedOperation)
-{
-    recordingIntoSequence = true;
-    orderedOperation = ordered;
-}
-
-SequenceRecordingScope::~SequenceRecordingScope()
-{
-    recordingIntoSequence = mWasActive;
-    orderedOperation = mWasOrdered;
-}
-
-bool
-SequenceRecordingScope::active()
-{
-    return recordingIntoSequence;
-}
-
-bool
-SequenceRecordingScope::orders(const OpBase* op)
-{
-    return op != nullptr && orderedOperation == op;
+    mFamilies.clear(); // the owners free the pools, and their command buffers
 }
 
 } // namespace internal

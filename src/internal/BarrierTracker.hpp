@@ -26,11 +26,14 @@
 
 #include <vulkan/vulkan.hpp>
 
+#include "internal/Owners.hpp"
 #include "kompute/Sequence.hpp"
 #include "kompute/operations/OpBase.hpp"
 
 namespace kp {
 namespace internal {
+
+class Device;
 
 class BarrierTracker
 {
@@ -114,47 +117,19 @@ acquireBarrierTracker();
 class EntryBarriers
 {
   public:
-    vk::CommandBuffer get(vk::Device device, uint32_t family);
-    void destroy(vk::Device device);
+    /** The command buffer for queues of `family` of `context`'s device. */
+    vk::CommandBuffer get(const Device* context, uint32_t family);
+    /** Destroys the command buffers (the device is idle). */
+    void clear();
 
   private:
     struct Family
     {
         uint32_t family = 0;
-        vk::CommandPool pool;
-        vk::CommandBuffer commandBuffer;
+        CommandPoolOwner commandPool;
     };
     std::mutex mMutex;
     std::vector<Family> mFamilies;
-};
-
-/**
- * Marks, for the calling thread, that operations are being recorded into a
- * kp::Sequence's command buffer, which belongs to a compute-capable queue,
- * and which operation's barriers the sequence has taken care of.
- * Operations recorded elsewhere (a command buffer of the program's own, on a
- * queue of unknown capabilities), or inside another operation's record(),
- * use no compute pipeline of their own and record their own conservative
- * barriers.
- */
-class SequenceRecordingScope
-{
-  public:
-    /** `ordered`: the operation about to record, whose declared accesses
-     * the sequence has ordered (null if it declared none). */
-    explicit SequenceRecordingScope(const OpBase* ordered = nullptr);
-    ~SequenceRecordingScope();
-    SequenceRecordingScope(const SequenceRecordingScope&) = delete;
-    SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
-
-    /** Recording into a sequence's command buffer. */
-    static bool active();
-    /** The sequence has recorded the barriers `op` needs before it. */
-    static bool orders(const OpBase* op);
-
-  private:
-    bool mWasActive;
-    const OpBase* mWasOrdered;
 };
 
 } // namespace internal

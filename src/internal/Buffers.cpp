@@ -10,7 +10,7 @@ namespace internal {
 
 using logger::format;
 
-CreatedBuffer
+BufferOwner
 createBuffer(Device& device,
              vk::DeviceSize size,
              vk::BufferUsageFlags usage,
@@ -26,24 +26,17 @@ createBuffer(Device& device,
         info.queueFamilyIndexCount = static_cast<uint32_t>(families.size());
         info.pQueueFamilyIndices = families.data();
     }
-    CreatedBuffer created;
-    check(vkDevice.createBuffer(&info, nullptr, &created.buffer),
+    vk::Buffer buffer;
+    check(vkDevice.createBuffer(&info, nullptr, &buffer),
           format("Creating the {} ({} bytes)", what, size));
-    try {
-        vk::MemoryRequirements requirements = vkDevice.getBufferMemoryRequirements(created.buffer);
-        created.allocation = device.allocator().allocate(
-          requirements, required, preferred, ResourceKind::eLinear, what);
-        VkResult bound = vkBindBufferMemory(
-          vkDevice, created.buffer, created.allocation.memory, created.allocation.offset);
-        if (bound != VK_SUCCESS) {
-            device.allocator().free(created.allocation);
-            check(bound, format("Binding memory to the {}", what));
-        }
-    } catch (...) {
-        vkDevice.destroyBuffer(created.buffer);
-        throw;
-    }
-    return created;
+    BufferOwner owner(&device, buffer, Allocation{});
+    vk::MemoryRequirements requirements = vkDevice.getBufferMemoryRequirements(buffer);
+    owner.adoptMemory(device.allocator().allocate(
+      requirements, required, preferred, ResourceKind::eLinear, what));
+    const Allocation& allocation = owner.allocation();
+    check(vkBindBufferMemory(vkDevice, buffer, allocation.memory, allocation.offset),
+          format("Binding memory to the {}", what));
+    return owner;
 }
 
 } // namespace internal

@@ -5,23 +5,17 @@
 
 #include <vulkan/vulkan.hpp>
 
-#include "internal/Allocator.hpp"
+#include "internal/Owners.hpp"
 
 namespace kp {
 namespace internal {
 
 class Device;
 
-struct CreatedBuffer
-{
-    vk::Buffer buffer;
-    Allocation allocation;
-};
-
 /** A buffer of `size` bytes bound to memory with `required` (and preferably
  * `preferred`) properties, shared between the device's queue families when
  * it has several. Throws kp::Error / kp::VulkanError naming `what`. */
-CreatedBuffer
+BufferOwner
 createBuffer(Device& device,
              vk::DeviceSize size,
              vk::BufferUsageFlags usage,

@@ -47,6 +47,9 @@ DescriptorPools::allocate(vk::DescriptorSetLayout layout,
                           uint32_t storageImages)
 {
     std::lock_guard<std::mutex> lock(mMutex);
+    if (mReleased) {
+        throw DestroyedError("Allocating a descriptor set: the device was destroyed");
+    }
     DescriptorSetAllocation allocation;
     vk::DescriptorSetAllocateInfo info({}, 1, &layout);
     if (storageBuffers > kBuffersPerSet || storageImages > kImagesPerSet) {
@@ -86,6 +89,10 @@ DescriptorPools::free(DescriptorSetAllocation& allocation)
         return;
     }
     std::lock_guard<std::mutex> lock(mMutex);
+    if (mReleased) {
+        allocation = DescriptorSetAllocation{};
+        return;
+    }
     auto dedicated = std::find(mDedicatedPools.begin(), mDedicatedPools.end(), allocation.pool);
     if (dedicated != mDedicatedPools.end()) {
         mDevice.destroyDescriptorPool(allocation.pool);
@@ -113,6 +120,7 @@ DescriptorPools::releaseAll()
     }
     mSharedPools.clear();
     mDedicatedPools.clear();
+    mReleased = true;
 }
 
 } // namespace internal

@@ -29,6 +29,8 @@ class DescriptorPools
     DescriptorSetAllocation allocate(vk::DescriptorSetLayout layout,
                                      uint32_t storageBuffers,
                                      uint32_t storageImages);
+    /** Returns the set to its pool; does nothing once releaseAll() freed the
+     * pools (the sets went with them). */
     void free(DescriptorSetAllocation& allocation);
     /** Destroys every pool (and so every set). */
     void releaseAll();
@@ -40,6 +42,7 @@ class DescriptorPools
     std::mutex mMutex;
     std::vector<vk::DescriptorPool> mSharedPools;
     std::vector<vk::DescriptorPool> mDedicatedPools;
+    bool mReleased = false;
 };
 
 } // namespace internal

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <chrono>
 #include <iterator>
 
 #include "internal/Check.hpp"
@@ -25,21 +26,6 @@ environmentFlag(const char* name, bool fallback = false)
         return fallback;
     }
     return std::strcmp(value, "0") != 0;
-}
-
-// Host-visible device-local memory only pays off where it is ordinary
-// memory: CPU drivers and integrated GPUs. On discrete GPUs such memory is a
-// PCIe window that the host reads very slowly, so a staging copy is faster.
-bool
-hasUnifiedMemory(const vk::PhysicalDeviceProperties& properties,
-                 const Allocator& allocator)
-{
-    bool integrated = properties.deviceType == vk::PhysicalDeviceType::eIntegratedGpu ||
-                      properties.deviceType == vk::PhysicalDeviceType::eCpu;
-    auto unified = vk::MemoryPropertyFlagBits::eDeviceLocal |
-                   vk::MemoryPropertyFlagBits::eHostVisible |
-                   vk::MemoryPropertyFlagBits::eHostCoherent;
-    return integrated && allocator.findMemoryType(~0u, unified, unified) >= 0;
 }
 
 } // namespace
@@ -70,8 +56,7 @@ Device::Device(const Handles& handles,
     mAllocator = std::make_unique<Allocator>(
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
     mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
-    mStagingForDeviceMemory = environmentFlag("KOMPUTE_ENV_FORCE_STAGING") ||
-                              !hasUnifiedMemory(mProperties, *mAllocator);
+    mPipelines = std::make_unique<SharedPipelines>(*this);
     mShaderCopies = environmentFlag("KOMPUTE_ENV_SHADER_COPY", shaderCopiesByDefault(mProperties));
 }
 
@@ -82,7 +67,7 @@ Device::shaderCopyPipeline()
     vk::PipelineCache cache = pipelineCache();
     std::lock_guard<std::mutex> lock(mShaderCopyMutex);
     if (!mShaderCopyPipeline) {
-        mShaderCopyPipeline = std::make_unique<ShaderCopyPipeline>(mHandles.device, cache);
+        mShaderCopyPipeline = std::make_unique<ShaderCopyPipeline>(this, mHandles.device, cache);
     }
     return *mShaderCopyPipeline;
 }
@@ -90,6 +75,21 @@ Device::shaderCopyPipeline()
 Device::~Device()
 {
     destroy();
+    // Deferred by destroy() while bindings' host views still mapped memory
+    // of the device; every one of them has gone now.
+    if (!mDeviceGone.exchange(true) && mHandles.ownsDevice && mHandles.device) {
+        mAllocator->releaseAll();
+        mHandles.device.destroy();
+    }
+}
+
+vk::Device
+liveDevice(const Device* context) noexcept
+{
+    if (context == nullptr || context->mDeviceGone.load(std::memory_order_acquire)) {
+        return vk::Device();
+    }
+    return context->mHandles.device;
 }
 
 Queue&
@@ -115,18 +115,215 @@ Device::checkAlive(const char* what) const
     }
 }
 
-void
-Device::waitForPendingWork()
+std::shared_lock<std::shared_mutex>
+Device::lockAlive(const char* what)
 {
-    if (mPendingSubmissions.load() <= 0 || !isAlive()) {
-        return;
-    }
+    std::shared_lock<std::shared_mutex> lock(mLifeMutex);
+    checkAlive(what);
+    return lock;
+}
+
+void
+Device::waitIdle()
+{
     // vkDeviceWaitIdle needs every queue externally synchronised.
     std::vector<std::unique_lock<std::mutex>> locks;
     for (auto& queue : mQueues) {
         locks.emplace_back(queue->mutex);
     }
-    check(vkDeviceWaitIdle(mHandles.device), "Waiting for the device to finish pending work");
+    VkResult result = vkDeviceWaitIdle(mHandles.device);
+    if (result != VK_SUCCESS) {
+        KP_LOG_ERROR("Waiting for the device before destroying it failed: {}",
+                     vk::to_string(static_cast<vk::Result>(result)));
+    }
+}
+
+// --- The retire list ---------------------------------------------------------
+//
+// A fence or semaphore is never destroyed (or a sequence's resources
+// recycled) on the word of another sync object of the same submission:
+// Mesa's lavapipe 22.3 signals a submission's fence, and returns from
+// vkDeviceWaitIdle, while its queue thread has yet to signal the
+// submission's semaphores, so destroying a semaphore then races with the
+// driver. Each sync object is seen signalled itself first (the timeline
+// value polled from the semaphore, the fence's own status).
+
+/** A destroyed sequence's resources: they go back to the cache (or are
+ * destroyed) once its last submission has completed. */
+class Device::RetiredSequence : public Device::Retired
+{
+  public:
+    RetiredSequence(Device& device, SequenceResources&& resources)
+      : mDevice(device)
+      , mResources(std::move(resources))
+    {
+    }
+    ~RetiredSequence() override { mDevice.recycleSequenceResources(std::move(mResources)); }
+
+    bool ready(Device&, uint64_t timeoutNs) override
+    {
+        if (!mResources.fencePending) {
+            return true;
+        }
+        vk::Device device = liveDevice(&mDevice);
+        VkFence fence = mResources.fence.get();
+        VkResult result = timeoutNs == 0 ? vkGetFenceStatus(device, fence)
+                                         : vkWaitForFences(device, 1, &fence, VK_TRUE, timeoutNs);
+        if (result == VK_NOT_READY || result == VK_TIMEOUT) {
+            return false;
+        }
+        if (result != VK_SUCCESS) {
+            KP_LOG_ERROR("A destroyed sequence's last submission failed: {}",
+                         vk::to_string(static_cast<vk::Result>(result)));
+        }
+        mResources.fencePending = false;
+        if (!mResources.timeline) {
+            // Without a semaphore the fence is the submission's only sync
+            // object: it tells the track.
+            auto& track = *mResources.track;
+            track.completed.store(track.submitted.load(std::memory_order_acquire),
+                                  std::memory_order_release);
+        }
+        return true;
+    }
+
+  private:
+    Device& mDevice;
+    SequenceResources mResources;
+};
+
+void
+Device::pollTracks()
+{
+    vk::Device device = liveDevice(this);
+    if (!device) {
+        return;
+    }
+    for (const auto& track : mTracks) {
+        if (!track->semaphore || track->idle()) {
+            continue;
+        }
+        uint64_t value = 0;
+        if (vkGetSemaphoreCounterValue(device, track->semaphore, &value) == VK_SUCCESS &&
+            value > track->completed.load(std::memory_order_relaxed)) {
+            track->completed.store(value, std::memory_order_release);
+        }
+    }
+}
+
+bool
+Device::stampComplete(const RetireEntry& entry) const
+{
+    for (const auto& [track, value] : entry.stamp) {
+        if (track->completed.load(std::memory_order_acquire) < value) {
+            return false;
+        }
+    }
+    for (const auto& [track, batch] : entry.batches) {
+        if (track->batch.load(std::memory_order_acquire) == batch || !track->idle()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+Device::retireEntry(std::unique_ptr<Retired> object, std::vector<BatchStamp> batches)
+{
+    if (!liveDevice(this)) {
+        return; // the device took the objects with it: destroy nothing
+    }
+    {
+        std::lock_guard<std::mutex> lock(mRetireMutex);
+        pollTracks();
+        RetireEntry entry;
+        for (const auto& track : mTracks) {
+            if (!track->idle()) {
+                entry.stamp.emplace_back(track, track->submitted.load(std::memory_order_acquire));
+            }
+        }
+        entry.batches = std::move(batches);
+        if (!entry.stamp.empty() || !entry.batches.empty() || !object->ready(*this, 0)) {
+            entry.object = std::move(object);
+            mRetired.push_back(std::move(entry));
+            mRetiredCount.store(mRetired.size(), std::memory_order_relaxed);
+            return;
+        }
+    }
+    // Nothing in flight: the objects go now, outside the lock (destroying
+    // them may retire more).
+    object.reset();
+}
+
+void
+Device::collectRetiredNow()
+{
+    std::vector<std::unique_ptr<Retired>> done;
+    {
+        std::lock_guard<std::mutex> lock(mRetireMutex);
+        pollTracks();
+        auto keep = mRetired.begin();
+        for (auto it = mRetired.begin(); it != mRetired.end(); ++it) {
+            if (it->object->ready(*this, 0) && stampComplete(*it)) {
+                done.push_back(std::move(it->object));
+            } else {
+                if (keep != it) {
+                    *keep = std::move(*it);
+                }
+                ++keep;
+            }
+        }
+        mRetired.erase(keep, mRetired.end());
+        mRetiredCount.store(mRetired.size(), std::memory_order_relaxed);
+    }
+    done.clear();
+}
+
+void
+Device::drainRetired()
+{
+    // Everything the device ran has finished (or the device is lost): a
+    // bounded wait per sync object, in case a driver is slow to say so.
+    constexpr uint64_t kStepNs = 10'000'000;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        collectRetiredNow();
+        std::vector<RetireEntry> pending;
+        {
+            std::lock_guard<std::mutex> lock(mRetireMutex);
+            pending.swap(mRetired);
+            mRetiredCount.store(0, std::memory_order_relaxed);
+        }
+        if (pending.empty()) {
+            return;
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+            KP_LOG_ERROR("Destroying {} group(s) of objects whose submissions did not complete "
+                         "within 10 s (is the device lost?)",
+                         pending.size());
+            return; // `pending` goes, ready or not
+        }
+        vk::Device device = liveDevice(this);
+        for (auto& entry : pending) {
+            entry.object->ready(*this, kStepNs);
+            for (const auto& [track, value] : entry.stamp) {
+                if (!track->semaphore || track->completed.load() >= value) {
+                    continue; // fence-only tracks are told by their RetiredSequence
+                }
+                vk::Semaphore semaphore = track->semaphore;
+                vk::SemaphoreWaitInfo info({}, 1, &semaphore, &value);
+                if (device.waitSemaphores(&info, kStepNs) == vk::Result::eSuccess &&
+                    track->completed.load() < value) {
+                    track->completed.store(value);
+                }
+            }
+        }
+        std::lock_guard<std::mutex> lock(mRetireMutex);
+        for (auto& entry : pending) {
+            mRetired.push_back(std::move(entry));
+        }
+        mRetiredCount.store(mRetired.size(), std::memory_order_relaxed);
+    }
 }
 
 void
@@ -153,18 +350,23 @@ Device::submitInSteps(uint32_t steps,
     if (!mOneTimePool) {
         vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eTransient,
                                            target.familyIndex);
-        check(device.createCommandPool(&poolInfo, nullptr, &mOneTimePool),
+        vk::CommandPool pool;
+        check(device.createCommandPool(&poolInfo, nullptr, &pool),
               "Creating the command pool for one-time uploads");
+        mOneTimePool = Owned<vk::CommandPool>(this, pool);
     }
-    for (vk::Fence& fence : mOneTimeFences) {
-        if (!fence) {
+    for (FenceOwner& owner : mOneTimeFences) {
+        if (!owner) {
             vk::FenceCreateInfo fenceInfo;
+            vk::Fence fence;
             check(device.createFence(&fenceInfo, nullptr, &fence),
                   "Creating a fence for one-time uploads");
+            owner = FenceOwner(this, fence);
         }
     }
     std::vector<vk::CommandBuffer> buffers(steps);
-    vk::CommandBufferAllocateInfo allocateInfo(mOneTimePool, vk::CommandBufferLevel::ePrimary, steps);
+    vk::CommandBufferAllocateInfo allocateInfo(
+      mOneTimePool.get(), vk::CommandBufferLevel::ePrimary, steps);
     check(device.allocateCommandBuffers(&allocateInfo, buffers.data()),
           "Allocating one-time command buffers");
     // Which steps are on the device: a failure must wait for them before
@@ -195,14 +397,14 @@ Device::submitInSteps(uint32_t steps,
             }
             device.freeCommandBuffers(pool, static_cast<uint32_t>(buffers.size()), buffers.data());
         }
-    } cleanup{ device, mOneTimePool, buffers, target, inFlight };
+    } cleanup{ device, mOneTimePool.get(), buffers, target, inFlight };
 
     // Waits for the step in `slot`, if any, and runs its host work.
     auto complete = [&](size_t slot) {
         if (inFlight[slot] < 0) {
             return;
         }
-        check(device.waitForFences(1, &mOneTimeFences[slot], VK_TRUE, UINT64_MAX),
+        check(device.waitForFences(1, mOneTimeFences[slot].address(), VK_TRUE, UINT64_MAX),
               "Waiting for a one-time command buffer");
         target.unobservedSubmissions.fetch_sub(1); // see Queue: sequences order after it
         auto step = static_cast<uint32_t>(inFlight[slot]);
@@ -218,11 +420,11 @@ Device::submitInSteps(uint32_t steps,
         check(cmd.begin(&beginInfo), "Beginning a one-time command buffer");
         record(step, cmd);
         check(vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
-        check(device.resetFences(1, &mOneTimeFences[slot]), "Resetting a one-time fence");
+        check(device.resetFences(1, mOneTimeFences[slot].address()), "Resetting a one-time fence");
         vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &cmd);
         {
             std::lock_guard<std::mutex> queueLock(target.mutex);
-            check(target.handle.submit(1, &submitInfo, mOneTimeFences[slot]),
+            check(target.handle.submit(1, &submitInfo, mOneTimeFences[slot].get()),
                   "Submitting a one-time command buffer");
             target.unobservedSubmissions.fetch_add(1);
         }
@@ -234,34 +436,22 @@ Device::submitInSteps(uint32_t steps,
     }
 }
 
+// --- Sequences ---------------------------------------------------------------
+
 namespace {
 // Enough for the short-lived sequences of a few threads.
 constexpr size_t kSequenceCacheSize = 16;
-
-void
-destroySequenceResources(vk::Device device, SequenceResources& resources)
-{
-    if (resources.timeline) {
-        device.destroySemaphore(resources.timeline);
-    }
-    if (resources.fence) {
-        device.destroyFence(resources.fence);
-    }
-    if (resources.commandPool) {
-        device.destroyCommandPool(resources.commandPool); // frees the command buffer
-    }
-    resources = SequenceResources{};
-}
 } // namespace
 
 SequenceResources
 Device::acquireSequenceResources(uint32_t family)
 {
+    collectRetired();
     {
         std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
         for (auto it = mSequenceCache.rbegin(); it != mSequenceCache.rend(); ++it) {
             if (it->family == family) {
-                SequenceResources resources = *it;
+                SequenceResources resources = std::move(*it);
                 mSequenceCache.erase(std::next(it).base());
                 return resources;
             }
@@ -270,117 +460,126 @@ Device::acquireSequenceResources(uint32_t family)
     vk::Device device = mHandles.device;
     SequenceResources resources;
     resources.family = family;
-    try {
-        vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
-                                           family);
-        check(device.createCommandPool(&poolInfo, nullptr, &resources.commandPool),
-              "Creating a sequence's command pool");
-        vk::CommandBufferAllocateInfo allocateInfo(
-          resources.commandPool, vk::CommandBufferLevel::ePrimary, 1);
-        check(device.allocateCommandBuffers(&allocateInfo, &resources.commandBuffer),
-              "Allocating a sequence's command buffer");
-        vk::FenceCreateInfo fenceInfo;
-        check(device.createFence(&fenceInfo, nullptr, &resources.fence),
-              "Creating a sequence's fence");
-        if (mFeatures.timelineSemaphore) {
-            vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
-            vk::SemaphoreCreateInfo semaphoreInfo;
-            semaphoreInfo.pNext = &typeInfo;
-            check(device.createSemaphore(&semaphoreInfo, nullptr, &resources.timeline),
-                  "Creating a sequence's timeline semaphore");
-        }
-    } catch (...) {
-        destroySequenceResources(device, resources);
-        throw;
+    vk::CommandPoolCreateInfo poolInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer, family);
+    vk::CommandPool pool;
+    check(device.createCommandPool(&poolInfo, nullptr, &pool),
+          "Creating a sequence's command pool");
+    resources.commandPool.pool = Owned<vk::CommandPool>(this, pool);
+    vk::CommandBufferAllocateInfo allocateInfo(pool, vk::CommandBufferLevel::ePrimary, 1);
+    check(device.allocateCommandBuffers(&allocateInfo, &resources.commandPool.commandBuffer),
+          "Allocating a sequence's command buffer");
+    vk::FenceCreateInfo fenceInfo;
+    vk::Fence fence;
+    check(device.createFence(&fenceInfo, nullptr, &fence), "Creating a sequence's fence");
+    resources.fence = FenceOwner(this, fence);
+    resources.track = std::make_shared<SubmissionTrack>();
+    if (mFeatures.timelineSemaphore) {
+        vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
+        vk::SemaphoreCreateInfo semaphoreInfo;
+        semaphoreInfo.pNext = &typeInfo;
+        vk::Semaphore semaphore;
+        check(device.createSemaphore(&semaphoreInfo, nullptr, &semaphore),
+              "Creating a sequence's timeline semaphore");
+        resources.timeline = SemaphoreOwner(this, semaphore);
+        resources.track->semaphore = semaphore;
     }
+    std::lock_guard<std::mutex> lock(mRetireMutex);
+    mTracks.push_back(resources.track);
     return resources;
 }
 
 void
-Device::releaseSequenceResources(SequenceResources& resources)
+Device::releaseSequenceResources(SequenceResources&& resources)
 {
-    if (!resources.commandPool) {
+    if (!resources.commandPool.pool) {
         return;
     }
-    vk::Device device = mHandles.device;
-    if (isAlive()) {
+    retireEntry(std::make_unique<RetiredSequence>(*this, std::move(resources)), {});
+}
+
+void
+Device::recycleSequenceResources(SequenceResources&& resources)
+{
+    if (isAlive() && liveDevice(this)) {
         // The work is complete, so the pool can be reset for the next user.
-        VkResult reset = vkResetCommandPool(device, resources.commandPool, 0);
+        VkResult reset = vkResetCommandPool(mHandles.device, resources.commandPool.pool.get(), 0);
         std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
         if (reset == VK_SUCCESS && mSequenceCache.size() < kSequenceCacheSize) {
-            mSequenceCache.push_back(resources);
-            resources = SequenceResources{};
+            mSequenceCache.push_back(std::move(resources));
             return;
         }
     }
-    if (isAlive() && mHandles.ownsDevice) {
-        // Seen with Mesa's lavapipe: destroying a command pool just after
-        // its fence signalled can race with the driver's queue thread, which
-        // is still letting go of the submission. An idle device has none.
-        std::vector<std::unique_lock<std::mutex>> locks;
-        for (auto& queue : mQueues) {
-            locks.emplace_back(queue->mutex);
-        }
-        vkDeviceWaitIdle(device);
+    {
+        std::lock_guard<std::mutex> lock(mRetireMutex);
+        mTracks.erase(std::remove(mTracks.begin(), mTracks.end(), resources.track), mTracks.end());
     }
-    destroySequenceResources(device, resources);
+    // The owners destroy the pool (and its command buffer), the fence and
+    // the semaphore, all seen signalled.
 }
+
+// --- Destruction ---------------------------------------------------------------
 
 void
 Device::destroy()
 {
-    if (!mAlive.exchange(false)) {
+    {
+        std::unique_lock<std::shared_mutex> life(mLifeMutex);
+        if (!mAlive.exchange(false)) {
+            return;
+        }
+    }
+    // A device someone else owns may be busy with their work, and its
+    // queues are theirs to synchronise: the retire list waits for our own
+    // submissions, one by one.
+    if (mHandles.ownsDevice && mHandles.device) {
+        waitIdle();
+    }
+    // No lock is held here: destroying objects re-enters the registry (a
+    // sequence's operations may hold the last reference of a tensor).
+    mRegistry.destroyAll();
+    drainRetired();
+    releaseDeviceObjects();
+}
+
+void
+Device::releaseDeviceObjects()
+{
+    if (!liveDevice(this)) {
         return;
     }
-    vk::Device device = mHandles.device;
-    if (device) {
-        // A device someone else owns may be busy with their work, and its
-        // queues are theirs to synchronise: every Kompute object on it has
-        // already waited for its own submissions.
-        if (mHandles.ownsDevice) {
-            std::vector<std::unique_lock<std::mutex>> locks;
-            for (auto& queue : mQueues) {
-                locks.emplace_back(queue->mutex);
-            }
-            VkResult result = vkDeviceWaitIdle(device);
-            if (result != VK_SUCCESS) {
-                KP_LOG_ERROR("Waiting for the device before destroying it failed: {}",
-                             vk::to_string(static_cast<vk::Result>(result)));
-            }
-        }
-        for (auto& resources : mSequenceCache) {
-            destroySequenceResources(device, resources);
-        }
-        mSequenceCache.clear();
-        mEntryBarriers.destroy(device);
-        for (vk::Fence& fence : mOneTimeFences) {
-            if (fence) {
-                device.destroyFence(fence);
-                fence = vk::Fence();
-            }
-        }
-        if (mOneTimePool) {
-            device.destroyCommandPool(mOneTimePool);
-        }
+    {
+        std::vector<SequenceResources> cached;
         {
-            std::lock_guard<std::mutex> lock(mShaderCopyMutex);
-            if (mShaderCopyPipeline) {
-                mShaderCopyPipeline->destroy(device);
-                mShaderCopyPipeline.reset();
-            }
+            std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
+            cached.swap(mSequenceCache);
         }
-        mAllocator->releaseAll();
-        mDescriptorPools->releaseAll();
-        if (mPipelineCache) {
-            device.destroyPipelineCache(mPipelineCache);
-            mPipelineCache = vk::PipelineCache();
-        }
+        std::lock_guard<std::mutex> lock(mRetireMutex);
+        mTracks.clear();
     }
-    if (mHandles.ownsDevice && device) {
-        device.destroy();
+    mEntryBarriers.clear();
+    for (FenceOwner& fence : mOneTimeFences) {
+        fence.reset();
     }
-    mHandles = Handles{};
-    mQueues.clear();
+    mOneTimePool.reset();
+    {
+        std::lock_guard<std::mutex> lock(mShaderCopyMutex);
+        mShaderCopyPipeline.reset();
+    }
+    mPipelines->clear();
+    mDescriptorPools->releaseAll();
+    {
+        std::lock_guard<std::mutex> lock(mPipelineCacheMutex);
+        mPipelineCache.reset();
+    }
+    mAllocator->releaseAll();
+    if (!mHandles.ownsDevice) {
+        mDeviceGone.store(true, std::memory_order_release);
+    } else if (!mAllocator->hasLiveAllocations()) {
+        mDeviceGone.store(true, std::memory_order_release);
+        mHandles.device.destroy();
+    }
+    // Otherwise host views that bindings keep (Memory::keepHostViewUntilDeleted)
+    // still map memory of the device: it goes in ~Device, after them.
 }
 
 vk::PipelineCache
@@ -389,10 +588,12 @@ Device::pipelineCache()
     std::lock_guard<std::mutex> lock(mPipelineCacheMutex);
     if (!mPipelineCache) {
         vk::PipelineCacheCreateInfo info;
-        check(mHandles.device.createPipelineCache(&info, nullptr, &mPipelineCache),
+        vk::PipelineCache cache;
+        check(mHandles.device.createPipelineCache(&info, nullptr, &cache),
               "Creating the pipeline cache");
+        mPipelineCache = PipelineCacheOwner(this, cache);
     }
-    return mPipelineCache;
+    return mPipelineCache.get();
 }
 
 bool

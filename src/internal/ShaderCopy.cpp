@@ -24,62 +24,37 @@ shaderCopiesByDefault(const vk::PhysicalDeviceProperties& properties)
     return properties.vendorID == kNvidiaVendorId;
 }
 
-ShaderCopyPipeline::ShaderCopyPipeline(vk::Device device, vk::PipelineCache cache)
+ShaderCopyPipeline::ShaderCopyPipeline(const Device* context,
+                                       vk::Device device,
+                                       vk::PipelineCache cache)
 {
-    struct Cleanup
-    {
-        ShaderCopyPipeline& pipeline;
-        vk::Device device;
-        vk::ShaderModule module;
-        bool done = false;
-        ~Cleanup()
-        {
-            if (module) {
-                device.destroyShaderModule(module);
-            }
-            if (!done) {
-                pipeline.destroy(device);
-            }
-        }
-    } cleanup{ *this, device, {} };
-
     std::array<vk::DescriptorSetLayoutBinding, 2> bindings{
         vk::DescriptorSetLayoutBinding(0, vk::DescriptorType::eStorageBuffer, 1, vk::ShaderStageFlagBits::eCompute),
         vk::DescriptorSetLayoutBinding(1, vk::DescriptorType::eStorageBuffer, 1, vk::ShaderStageFlagBits::eCompute)
     };
     vk::DescriptorSetLayoutCreateInfo setInfo({}, static_cast<uint32_t>(bindings.size()), bindings.data());
-    check(device.createDescriptorSetLayout(&setInfo, nullptr, &setLayout),
+    vk::DescriptorSetLayout createdSetLayout;
+    check(device.createDescriptorSetLayout(&setInfo, nullptr, &createdSetLayout),
           "Creating the copy shader's descriptor set layout");
+    setLayout = DescriptorSetLayoutOwner(context, createdSetLayout);
     vk::PushConstantRange pushRange(vk::ShaderStageFlagBits::eCompute, 0, sizeof(uint32_t));
-    vk::PipelineLayoutCreateInfo layoutInfo({}, 1, &setLayout, 1, &pushRange);
-    check(device.createPipelineLayout(&layoutInfo, nullptr, &layout),
+    vk::PipelineLayoutCreateInfo layoutInfo({}, 1, setLayout.address(), 1, &pushRange);
+    vk::PipelineLayout createdLayout;
+    check(device.createPipelineLayout(&layoutInfo, nullptr, &createdLayout),
           "Creating the copy shader's pipeline layout");
+    layout = PipelineLayoutOwner(context, createdLayout);
     vk::ShaderModuleCreateInfo moduleInfo(
       {}, SHADERCOPYBUFFER_COMP_SPV.size() * sizeof(uint32_t), SHADERCOPYBUFFER_COMP_SPV.data());
-    check(device.createShaderModule(&moduleInfo, nullptr, &cleanup.module),
+    vk::ShaderModule createdModule;
+    check(device.createShaderModule(&moduleInfo, nullptr, &createdModule),
           "Creating the copy shader's module");
-    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, cleanup.module, "main");
-    vk::ComputePipelineCreateInfo pipelineInfo({}, stage, layout);
-    check(device.createComputePipelines(cache, 1, &pipelineInfo, nullptr, &pipeline),
+    ShaderModuleOwner module(context, createdModule); // only needed to build the pipeline
+    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, module.get(), "main");
+    vk::ComputePipelineCreateInfo pipelineInfo({}, stage, layout.get());
+    vk::Pipeline createdPipeline;
+    check(device.createComputePipelines(cache, 1, &pipelineInfo, nullptr, &createdPipeline),
           "Creating the copy shader's pipeline");
-    cleanup.done = true;
-}
-
-void
-ShaderCopyPipeline::destroy(vk::Device device)
-{
-    if (pipeline) {
-        device.destroyPipeline(pipeline);
-    }
-    if (layout) {
-        device.destroyPipelineLayout(layout);
-    }
-    if (setLayout) {
-        device.destroyDescriptorSetLayout(setLayout);
-    }
-    pipeline = vk::Pipeline();
-    layout = vk::PipelineLayout();
-    setLayout = vk::DescriptorSetLayout();
+    pipeline = PipelineOwner(context, createdPipeline);
 }
 
 void
@@ -95,9 +70,9 @@ recordShaderCopy(const vk::CommandBuffer& cmd,
     uint32_t groups = (vectors + kLocalSize - 1) / kLocalSize;
     uint32_t x = std::min(groups, kMaxGroupsX);
     uint32_t y = (groups + x - 1) / x;
-    cmd.bindPipeline(vk::PipelineBindPoint::eCompute, pipeline.pipeline);
-    cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, pipeline.layout, 0, 1, &set, 0, nullptr);
-    cmd.pushConstants(pipeline.layout, vk::ShaderStageFlagBits::eCompute, 0, sizeof(vectors), &vectors);
+    cmd.bindPipeline(vk::PipelineBindPoint::eCompute, pipeline.pipeline.get());
+    cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, pipeline.layout.get(), 0, 1, &set, 0, nullptr);
+    cmd.pushConstants(pipeline.layout.get(), vk::ShaderStageFlagBits::eCompute, 0, sizeof(vectors), &vectors);
     cmd.dispatch(x, y, 1);
 }
 

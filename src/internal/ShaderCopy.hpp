@@ -12,6 +12,8 @@
 
 #include <vulkan/vulkan.hpp>
 
+#include "internal/Owners.hpp"
+
 namespace kp {
 namespace internal {
 
@@ -37,12 +39,11 @@ bool shaderCopiesByDefault(const vk::PhysicalDeviceProperties& properties);
 /** The pipeline of the copy shader, one per device, made on first use. */
 struct ShaderCopyPipeline
 {
-    vk::DescriptorSetLayout setLayout;
-    vk::PipelineLayout layout;
-    vk::Pipeline pipeline;
+    DescriptorSetLayoutOwner setLayout;
+    PipelineLayoutOwner layout;
+    PipelineOwner pipeline;
 
-    ShaderCopyPipeline(vk::Device device, vk::PipelineCache cache);
-    void destroy(vk::Device device);
+    ShaderCopyPipeline(const Device* context, vk::Device device, vk::PipelineCache cache);
 };
 
 /** Records the copy of the first `bytes` (a multiple of 16) of the buffers

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/kernels/KernelOp.hpp"
 
-#include "internal/BarrierTracker.hpp"
+#include "internal/Batches.hpp"
 #include "internal/Barriers.hpp"
 #include "kompute/Errors.hpp"
 

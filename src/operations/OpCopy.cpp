@@ -3,7 +3,7 @@
 
 #include <mutex>
 
-#include "internal/BarrierTracker.hpp"
+#include "internal/Batches.hpp"
 #include "internal/Barriers.hpp"
 #include "internal/Device.hpp"
 #include "internal/OpChecks.hpp"
@@ -22,7 +22,7 @@ struct ShaderCopySets
 {
     std::mutex mutex;
     std::shared_ptr<Device> device;
-    std::vector<DescriptorSetAllocation> sets; // by destination index, empty until used
+    std::vector<DescriptorSetOwner> sets; // by destination index, empty until used
 };
 
 } // namespace internal
@@ -45,15 +45,9 @@ OpCopy::OpCopy(const std::vector<std::shared_ptr<Memory>>& memObjects)
 
 OpCopy::~OpCopy()
 {
-    if (!mShaderCopies->device || !mShaderCopies->device->isAlive()) {
-        return; // a dead device's pools went with it
-    }
-    // A submitted command buffer may still use the sets.
-    mShaderCopies->device->waitForPendingWork();
-    for (auto& set : mShaderCopies->sets) {
-        if (set.set) {
-            mShaderCopies->device->descriptorPools().free(set);
-        }
+    if (mShaderCopies->device) {
+        // A submitted command buffer may still use the sets.
+        mShaderCopies->device->retire(std::move(mShaderCopies->sets));
     }
 }
 
@@ -91,9 +85,10 @@ OpCopy::recordShaderCopy(const vk::CommandBuffer& commandBuffer, size_t index)
         std::lock_guard<std::mutex> lock(mShaderCopies->mutex);
         mShaderCopies->device = device;
         mShaderCopies->sets.resize(mMemObjects.size());
-        internal::DescriptorSetAllocation& allocation = mShaderCopies->sets[index];
-        if (!allocation.set) {
-            allocation = device->descriptorPools().allocate(pipeline.setLayout, 2, 0);
+        internal::DescriptorSetOwner& allocation = mShaderCopies->sets[index];
+        if (!allocation) {
+            allocation = internal::DescriptorSetOwner(
+              device.get(), device->descriptorPools().allocate(pipeline.setLayout.get(), 2, 0));
             // The sets cover the vectors only: the tail that the copy
             // command writes must not overlap what the shader writes.
             vk::DescriptorBufferInfo buffers[2] = {
@@ -101,14 +96,16 @@ OpCopy::recordShaderCopy(const vk::CommandBuffer& commandBuffer, size_t index)
                 vk::DescriptorBufferInfo(*target.getPrimaryBuffer(), 0, vectorBytes)
             };
             vk::WriteDescriptorSet writes[2] = {
-                vk::WriteDescriptorSet(allocation.set, 0, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[0]),
-                vk::WriteDescriptorSet(allocation.set, 1, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[1])
+                vk::WriteDescriptorSet(allocation.get(), 0, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[0]),
+                vk::WriteDescriptorSet(allocation.get(), 1, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &buffers[1])
             };
             device->device().updateDescriptorSets(2, writes, 0, nullptr);
         }
-        set = allocation.set;
+        set = allocation.get();
     }
     KP_LOG_DEBUG("OpCopy: {} bytes into destination {} by the copy shader", bytes, index);
+    source.noteRecorded();
+    target.noteRecorded();
     internal::recordShaderCopy(commandBuffer, pipeline, set, vectorBytes);
     if (vectorBytes < bytes) {
         vk::BufferCopy tail(vectorBytes, vectorBytes, bytes - vectorBytes);

@@ -3,7 +3,7 @@
 #include "kompute/operations/OpSyncDevice.hpp"
 #include "kompute/operations/OpSyncLocal.hpp"
 
-#include "internal/BarrierTracker.hpp"
+#include "internal/Batches.hpp"
 #include "internal/Barriers.hpp"
 #include "internal/OpChecks.hpp"
 #include "kompute/Tensor.hpp"

@@ -218,28 +218,10 @@ ScopedEnv::~ScopedEnv()
     }
 }
 
-std::string
-toString(Staging staging)
-{
-    return staging == Staging::Forced ? "ForcedStaging" : "DefaultStaging";
-}
-
-void
-PrintTo(Staging staging, std::ostream* out)
-{
-    *out << toString(staging);
-}
-
 std::unique_ptr<kp::Manager>
-makeManager(Staging staging)
+makeManager()
 {
-    ScopedEnv force("KOMPUTE_ENV_FORCE_STAGING", staging == Staging::Forced ? "1" : nullptr);
-    auto manager = std::make_unique<kp::Manager>();
-    if (staging == Staging::Forced && !manager->usesStagingForDeviceMemory()) {
-        ADD_FAILURE() << "KOMPUTE_ENV_FORCE_STAGING=1 did not give eDevice tensors a staging "
-                         "buffer";
-    }
-    return manager;
+    return std::make_unique<kp::Manager>();
 }
 
 // --- RawVulkanDevice -----------------------------------------------------------

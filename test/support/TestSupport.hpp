@@ -96,26 +96,9 @@ class ScopedEnv
     std::string mOldValue;
 };
 
-/** How eDevice tensors reach the host. Default: the library decides (on a
- * unified-memory device such as lavapipe, eDevice memory is mapped
- * directly). Forced: KOMPUTE_ENV_FORCE_STAGING=1 at Manager creation gives
- * every eDevice tensor a staging buffer, as on a discrete GPU. */
-enum class Staging
-{
-    Default,
-    Forced,
-};
-
-std::string
-toString(Staging staging);
-/** For gtest's messages about parameters. */
-void
-PrintTo(Staging staging, std::ostream* out);
-
-/** A Manager on device 0, created with KOMPUTE_ENV_FORCE_STAGING set or
- * unset according to `staging` (the variable is restored afterwards). */
+/** A Manager on device 0. */
 std::unique_ptr<kp::Manager>
-makeManager(Staging staging = Staging::Default);
+makeManager();
 
 /**
  * A Vulkan instance and device made with plain Vulkan calls, as by an
@@ -165,12 +148,11 @@ class ValidatedTest : public Base
     kp::Manager& mgr()
     {
         if (!mManager) {
-            mManager = makeManager(mStaging);
+            mManager = makeManager();
         }
         return *mManager;
     }
 
-    Staging mStaging = Staging::Default;
     std::unique_ptr<kp::Manager> mManager;
 };
 

@@ -584,7 +584,9 @@ Sequence::destroy()
     // Work in flight may still use them: the device frees them when it is
     // done (and keeps the command pool, fence and semaphore for reuse).
     internal::dropBatch(*objects);
-    mDevice->retire(std::move(objects->timestamps));
+    if (objects->timestamps) {
+        mDevice->retire(std::move(objects->timestamps));
+    }
     mDevice->releaseSequenceResources(std::move(objects->resources));
     // The operations' memory objects and algorithms retire their own
     // objects as the last references go.

@@ -53,7 +53,7 @@ Device::Device(const Handles& handles,
     }
     mAllocator = std::make_unique<Allocator>(
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
-    mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
+    mDescriptorPools = std::make_unique<DescriptorPools>(this, handles.device);
     mPipelines = std::make_unique<SharedPipelines>(*this);
     mShaderCopies = environmentFlag("KOMPUTE_ENV_SHADER_COPY", shaderCopiesByDefault(mProperties));
 }
@@ -619,14 +619,14 @@ Device::loadPipelineCache(const std::string& path)
         return false;
     }
     vk::PipelineCacheCreateInfo info({}, data.size(), data.data());
-    vk::PipelineCache loaded;
-    check(mHandles.device.createPipelineCache(&info, nullptr, &loaded),
+    vk::PipelineCache created;
+    check(mHandles.device.createPipelineCache(&info, nullptr, &created),
           "Creating a pipeline cache from '" + path + "'");
+    PipelineCacheOwner loaded(this, created);
     vk::PipelineCache target = pipelineCache();
-    VkPipelineCache source = loaded;
-    VkResult merged = vkMergePipelineCaches(mHandles.device, target, 1, &source);
-    mHandles.device.destroyPipelineCache(loaded);
-    check(merged, "Merging the pipeline cache from '" + path + "'");
+    VkPipelineCache source = loaded.get();
+    check(vkMergePipelineCaches(mHandles.device, target, 1, &source),
+          "Merging the pipeline cache from '" + path + "'");
     return true;
 }
 

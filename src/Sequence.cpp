@@ -554,6 +554,7 @@ void
 Sequence::trackCompletion()
 {
     mObjects->resources.fencePending = false;
+    mObjects->resources.track->fenceSignalled(mObjects->resources.track->submitted.load());
     if (!mTimeline) {
         // Without a timeline semaphore the fence, just seen signalled, is
         // the submission's only sync object.

@@ -175,6 +175,7 @@ class Device::RetiredSequence : public Device::Retired
                          vk::to_string(static_cast<vk::Result>(result)));
         }
         mResources.fencePending = false;
+        mResources.track->fenceSignalled(mResources.track->submitted.load(std::memory_order_acquire));
         if (!mResources.timeline) {
             // Without a semaphore the fence is the submission's only sync
             // object: it tells the track.
@@ -184,6 +185,8 @@ class Device::RetiredSequence : public Device::Retired
         }
         return true;
     }
+
+    bool holdsSyncObjects() const override { return true; }
 
   private:
     Device& mDevice;
@@ -212,13 +215,18 @@ Device::pollTracks()
 bool
 Device::stampComplete(const RetireEntry& entry) const
 {
+    bool sync = entry.object->holdsSyncObjects();
+    auto done = [sync](const SubmissionTrack& track, uint64_t value) {
+        return sync ? track.completed.load(std::memory_order_acquire) >= value : track.ran(value);
+    };
     for (const auto& [track, value] : entry.stamp) {
-        if (track->completed.load(std::memory_order_acquire) < value) {
+        if (!done(*track, value)) {
             return false;
         }
     }
     for (const auto& [track, batch] : entry.batches) {
-        if (track->batch.load(std::memory_order_acquire) == batch || !track->idle()) {
+        if (track->batch.load(std::memory_order_acquire) == batch ||
+            !done(*track, track->submitted.load(std::memory_order_acquire))) {
             return false;
         }
     }
@@ -235,9 +243,11 @@ Device::retireEntry(std::unique_ptr<Retired> object, std::vector<BatchStamp> bat
         std::lock_guard<std::mutex> lock(mRetireMutex);
         pollTracks();
         RetireEntry entry;
+        bool sync = object->holdsSyncObjects();
         for (const auto& track : mTracks) {
-            if (!track->idle()) {
-                entry.stamp.emplace_back(track, track->submitted.load(std::memory_order_acquire));
+            uint64_t submitted = track->submitted.load(std::memory_order_acquire);
+            if (sync ? !track->idle() : !track->ran(submitted)) {
+                entry.stamp.emplace_back(track, submitted);
             }
         }
         entry.batches = std::move(batches);

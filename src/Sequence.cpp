@@ -700,6 +700,7 @@ void
 Sequence::trackCompletion()
 {
     mObjects->resources.fencePending = false;
+    mObjects->resources.track->fenceSignalled(mObjects->resources.track->submitted.load());
     if (!mTimeline) {
         // Without a timeline semaphore the fence, just seen signalled, is
         // the submission's only sync object.
@@ -736,7 +737,9 @@ Sequence::destroy()
     // Work in flight may still use them: the device frees them when it is
     // done (and keeps the command pool, fence and semaphore for reuse).
     internal::dropBatch(*objects);
-    mDevice->retire(std::move(objects->timestamps));
+    if (objects->timestamps) {
+        mDevice->retire(std::move(objects->timestamps));
+    }
     mDevice->releaseSequenceResources(std::move(objects->resources));
     // The operations' memory objects and algorithms retire their own
     // objects as the last references go.

@@ -39,6 +39,11 @@ struct SubmissionTrack
     /** Highest value known to have completed: read from the semaphore
      * itself, never inferred from the fence (see Device::retire). */
     std::atomic<uint64_t> completed{ 0 };
+    /** Highest value whose fence was seen signalled: its commands have run,
+     * so what they used may go, but the driver may not have signalled the
+     * semaphore yet (lavapipe signals the fence first), so sync objects
+     * still wait for `completed`. */
+    std::atomic<uint64_t> executed{ 0 };
     /** Number of the batch the command buffer holds; it changes when the
      * batch is dropped (recorded anew, cleared, or the sequence destroyed). */
     std::atomic<uint64_t> batch{ 0 };
@@ -47,6 +52,23 @@ struct SubmissionTrack
     {
         return completed.load(std::memory_order_acquire) >=
                submitted.load(std::memory_order_acquire);
+    }
+
+    /** Whether the commands of submission `value` have run (its fence or
+     * its semaphore seen signalled). */
+    bool ran(uint64_t value) const
+    {
+        return completed.load(std::memory_order_acquire) >= value ||
+               executed.load(std::memory_order_acquire) >= value;
+    }
+
+    /** The fence of submission `value` was seen signalled. */
+    void fenceSignalled(uint64_t value)
+    {
+        uint64_t seen = executed.load(std::memory_order_relaxed);
+        while (seen < value &&
+               !executed.compare_exchange_weak(seen, value, std::memory_order_acq_rel)) {
+        }
     }
 };
 

@@ -22,7 +22,7 @@ DescriptorPools::~DescriptorPools()
     releaseAll();
 }
 
-vk::DescriptorPool
+DescriptorPoolOwner
 DescriptorPools::createPool(uint32_t sets, uint32_t storageBuffers, uint32_t storageImages)
 {
     std::vector<vk::DescriptorPoolSize> sizes;
@@ -38,7 +38,7 @@ DescriptorPools::createPool(uint32_t sets, uint32_t storageBuffers, uint32_t sto
                                       sizes.data());
     vk::DescriptorPool pool;
     check(mDevice.createDescriptorPool(&info, nullptr, &pool), "Creating a descriptor pool");
-    return pool;
+    return DescriptorPoolOwner(mContext, pool);
 }
 
 DescriptorSetAllocation
@@ -53,18 +53,19 @@ DescriptorPools::allocate(vk::DescriptorSetLayout layout,
     DescriptorSetAllocation allocation;
     vk::DescriptorSetAllocateInfo info({}, 1, &layout);
     if (storageBuffers > kBuffersPerSet || storageImages > kImagesPerSet) {
-        allocation.pool = createPool(1, storageBuffers, storageImages);
-        mDedicatedPools.push_back(allocation.pool);
-        info.descriptorPool = allocation.pool;
+        DescriptorPoolOwner pool = createPool(1, storageBuffers, storageImages);
+        info.descriptorPool = pool.get();
         check(mDevice.allocateDescriptorSets(&info, &allocation.set), "Allocating a descriptor set");
+        allocation.pool = pool.get();
+        mDedicatedPools.push_back(std::move(pool));
         return allocation;
     }
     // Newest pool first: older ones are usually full.
     for (auto it = mSharedPools.rbegin(); it != mSharedPools.rend(); ++it) {
-        info.descriptorPool = *it;
+        info.descriptorPool = it->get();
         vk::Result result = mDevice.allocateDescriptorSets(&info, &allocation.set);
         if (result == vk::Result::eSuccess) {
-            allocation.pool = *it;
+            allocation.pool = it->get();
             return allocation;
         }
         if (result != vk::Result::eErrorOutOfPoolMemory &&
@@ -72,13 +73,13 @@ DescriptorPools::allocate(vk::DescriptorSetLayout layout,
             check(result, "Allocating a descriptor set");
         }
     }
-    vk::DescriptorPool pool = createPool(kSetsPerPool,
-                                         kSetsPerPool * kBuffersPerSet,
-                                         kSetsPerPool * kImagesPerSet);
-    mSharedPools.push_back(pool);
-    info.descriptorPool = pool;
+    DescriptorPoolOwner pool = createPool(kSetsPerPool,
+                                          kSetsPerPool * kBuffersPerSet,
+                                          kSetsPerPool * kImagesPerSet);
+    info.descriptorPool = pool.get();
     check(mDevice.allocateDescriptorSets(&info, &allocation.set), "Allocating a descriptor set");
-    allocation.pool = pool;
+    allocation.pool = pool.get();
+    mSharedPools.push_back(std::move(pool));
     return allocation;
 }
 
@@ -93,10 +94,13 @@ DescriptorPools::free(DescriptorSetAllocation& allocation)
         allocation = DescriptorSetAllocation{};
         return;
     }
-    auto dedicated = std::find(mDedicatedPools.begin(), mDedicatedPools.end(), allocation.pool);
+    auto dedicated = std::find_if(mDedicatedPools.begin(),
+                                  mDedicatedPools.end(),
+                                  [&](const DescriptorPoolOwner& pool) {
+                                      return pool.get() == allocation.pool;
+                                  });
     if (dedicated != mDedicatedPools.end()) {
-        mDevice.destroyDescriptorPool(allocation.pool);
-        mDedicatedPools.erase(dedicated);
+        mDedicatedPools.erase(dedicated); // the set goes with its pool
     } else {
         VkDescriptorSet set = allocation.set;
         VkResult result = vkFreeDescriptorSets(mDevice, allocation.pool, 1, &set);
@@ -112,12 +116,6 @@ void
 DescriptorPools::releaseAll()
 {
     std::lock_guard<std::mutex> lock(mMutex);
-    for (auto pool : mSharedPools) {
-        mDevice.destroyDescriptorPool(pool);
-    }
-    for (auto pool : mDedicatedPools) {
-        mDevice.destroyDescriptorPool(pool);
-    }
     mSharedPools.clear();
     mDedicatedPools.clear();
     mReleased = true;

@@ -8,19 +8,19 @@
 
 #include <vulkan/vulkan.hpp>
 
+#include "internal/Owners.hpp"
+
 namespace kp {
 namespace internal {
-
-struct DescriptorSetAllocation
-{
-    vk::DescriptorSet set;
-    vk::DescriptorPool pool;
-};
 
 class DescriptorPools
 {
   public:
-    explicit DescriptorPools(vk::Device device) : mDevice(device) {}
+    DescriptorPools(const Device* context, vk::Device device)
+      : mContext(context)
+      , mDevice(device)
+    {
+    }
     ~DescriptorPools();
     DescriptorPools(const DescriptorPools&) = delete;
     DescriptorPools& operator=(const DescriptorPools&) = delete;
@@ -36,12 +36,13 @@ class DescriptorPools
     void releaseAll();
 
   private:
-    vk::DescriptorPool createPool(uint32_t sets, uint32_t storageBuffers, uint32_t storageImages);
+    DescriptorPoolOwner createPool(uint32_t sets, uint32_t storageBuffers, uint32_t storageImages);
 
+    const Device* mContext;
     vk::Device mDevice;
     std::mutex mMutex;
-    std::vector<vk::DescriptorPool> mSharedPools;
-    std::vector<vk::DescriptorPool> mDedicatedPools;
+    std::vector<DescriptorPoolOwner> mSharedPools;
+    std::vector<DescriptorPoolOwner> mDedicatedPools;
     bool mReleased = false;
 };
 

@@ -55,7 +55,7 @@ Device::Device(const Handles& handles,
     }
     mAllocator = std::make_unique<Allocator>(
       handles.physicalDevice, handles.device, dedicatedAllocationsOnly);
-    mDescriptorPools = std::make_unique<DescriptorPools>(handles.device);
+    mDescriptorPools = std::make_unique<DescriptorPools>(this, handles.device);
     mPipelines = std::make_unique<SharedPipelines>(*this);
     mShaderCopies = environmentFlag("KOMPUTE_ENV_SHADER_COPY", shaderCopiesByDefault(mProperties));
 }
@@ -177,6 +177,7 @@ class Device::RetiredSequence : public Device::Retired
                          vk::to_string(static_cast<vk::Result>(result)));
         }
         mResources.fencePending = false;
+        mResources.track->fenceSignalled(mResources.track->submitted.load(std::memory_order_acquire));
         if (!mResources.timeline) {
             // Without a semaphore the fence is the submission's only sync
             // object: it tells the track.
@@ -186,6 +187,8 @@ class Device::RetiredSequence : public Device::Retired
         }
         return true;
     }
+
+    bool holdsSyncObjects() const override { return true; }
 
   private:
     Device& mDevice;
@@ -214,13 +217,18 @@ Device::pollTracks()
 bool
 Device::stampComplete(const RetireEntry& entry) const
 {
+    bool sync = entry.object->holdsSyncObjects();
+    auto done = [sync](const SubmissionTrack& track, uint64_t value) {
+        return sync ? track.completed.load(std::memory_order_acquire) >= value : track.ran(value);
+    };
     for (const auto& [track, value] : entry.stamp) {
-        if (track->completed.load(std::memory_order_acquire) < value) {
+        if (!done(*track, value)) {
             return false;
         }
     }
     for (const auto& [track, batch] : entry.batches) {
-        if (track->batch.load(std::memory_order_acquire) == batch || !track->idle()) {
+        if (track->batch.load(std::memory_order_acquire) == batch ||
+            !done(*track, track->submitted.load(std::memory_order_acquire))) {
             return false;
         }
     }
@@ -237,9 +245,11 @@ Device::retireEntry(std::unique_ptr<Retired> object, std::vector<BatchStamp> bat
         std::lock_guard<std::mutex> lock(mRetireMutex);
         pollTracks();
         RetireEntry entry;
+        bool sync = object->holdsSyncObjects();
         for (const auto& track : mTracks) {
-            if (!track->idle()) {
-                entry.stamp.emplace_back(track, track->submitted.load(std::memory_order_acquire));
+            uint64_t submitted = track->submitted.load(std::memory_order_acquire);
+            if (sync ? !track->idle() : !track->ran(submitted)) {
+                entry.stamp.emplace_back(track, submitted);
             }
         }
         entry.batches = std::move(batches);
@@ -629,14 +639,14 @@ Device::loadPipelineCache(const std::string& path)
         return false;
     }
     vk::PipelineCacheCreateInfo info({}, data.size(), data.data());
-    vk::PipelineCache loaded;
-    check(mHandles.device.createPipelineCache(&info, nullptr, &loaded),
+    vk::PipelineCache created;
+    check(mHandles.device.createPipelineCache(&info, nullptr, &created),
           "Creating a pipeline cache from '" + path + "'");
+    PipelineCacheOwner loaded(this, created);
     vk::PipelineCache target = pipelineCache();
-    VkPipelineCache source = loaded;
-    VkResult merged = vkMergePipelineCaches(mHandles.device, target, 1, &source);
-    mHandles.device.destroyPipelineCache(loaded);
-    check(merged, "Merging the pipeline cache from '" + path + "'");
+    VkPipelineCache source = loaded.get();
+    check(vkMergePipelineCaches(mHandles.device, target, 1, &source),
+          "Merging the pipeline cache from '" + path + "'");
     return true;
 }
 

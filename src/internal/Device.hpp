@@ -268,6 +268,9 @@ class Device
         /** Whether the objects may go now, apart from the stamp; may block
          * up to `timeoutNs` to find out. */
         virtual bool ready(Device&, uint64_t /*timeoutNs*/) { return true; }
+        /** Fences and semaphores go only once seen signalled themselves;
+         * other objects once the commands that used them have run. */
+        virtual bool holdsSyncObjects() const { return false; }
     };
 
     template<typename... Owners>

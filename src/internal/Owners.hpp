@@ -16,7 +16,6 @@
 #include <vulkan/vulkan.hpp>
 
 #include "internal/Allocator.hpp"
-#include "internal/DescriptorPools.hpp"
 
 namespace kp {
 namespace internal {
@@ -104,6 +103,13 @@ class Owned
   private:
     const Device* mContext = nullptr;
     Handle mHandle;
+};
+
+/** A descriptor set and the shared pool it came from. */
+struct DescriptorSetAllocation
+{
+    vk::DescriptorSet set;
+    vk::DescriptorPool pool;
 };
 
 using ShaderModuleOwner = Owned<vk::ShaderModule>;

@@ -699,13 +699,14 @@ Sequence::trackSubmission(uint64_t value, bool byFence)
 void
 Sequence::trackCompletion()
 {
+    auto& track = *mObjects->resources.track;
+    uint64_t value = track.submitted.load();
     mObjects->resources.fencePending = false;
-    mObjects->resources.track->fenceSignalled(mObjects->resources.track->submitted.load());
-    if (!mTimeline) {
-        // Without a timeline semaphore the fence, just seen signalled, is
-        // the submission's only sync object.
-        auto& track = *mObjects->resources.track;
-        track.completed.store(track.submitted.load(), std::memory_order_release);
+    track.fenceSignalled(value); // its commands have run
+    if (!mTimeline || !completesByFence()) {
+        // The wait saw the submission's only sync object signalled: the
+        // fence where there is no timeline semaphore, else the semaphore.
+        track.completed.store(value, std::memory_order_release);
     }
     mDevice->collectRetired();
 }

@@ -172,8 +172,10 @@ class Algorithm
     bool isInit() const;
 
     /** Group counts for the next recorded dispatch. x = 0 means
-     * (minSize, 1, 1); y or z = 0 means 1. Throws beyond the device's
-     * maxComputeWorkGroupCount. No pipeline rebuild is needed. */
+     * (minSize, 1, 1), as upstream, and then y and z must be 0 or 1 (a
+     * larger one would be ignored: that throws); with x > 0, a y or z of 0
+     * means 1. Throws beyond the device's maxComputeWorkGroupCount. No
+     * pipeline rebuild is needed. */
     void setWorkgroup(const Workgroup& workgroup, uint32_t minSize = 1);
     const Workgroup& getWorkgroup() const { return mWorkgroup; }
 

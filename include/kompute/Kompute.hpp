@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kompute/Algorithm.hpp"
+#include "kompute/Capabilities.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/Half.hpp"

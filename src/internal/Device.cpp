@@ -32,11 +32,11 @@ environmentFlag(const char* name, bool fallback = false)
 
 Device::Device(const Handles& handles,
                const std::vector<uint32_t>& queueFamilies,
-               const DeviceFeatures& enabledFeatures,
+               Capabilities capabilities,
                bool dedicatedAllocationsOnly)
   : mHandles(handles)
   , mProperties(handles.physicalDevice.getProperties())
-  , mFeatures(enabledFeatures)
+  , mCapabilities(std::move(capabilities))
 {
     auto familyProperties = handles.physicalDevice.getQueueFamilyProperties();
     std::vector<uint32_t> usedPerFamily(familyProperties.size(), 0);
@@ -474,7 +474,7 @@ Device::acquireSequenceResources(uint32_t family)
     check(device.createFence(&fenceInfo, nullptr, &fence), "Creating a sequence's fence");
     resources.fence = FenceOwner(this, fence);
     resources.track = std::make_shared<SubmissionTrack>();
-    if (mFeatures.timelineSemaphore) {
+    if (mCapabilities.view().timelineSemaphore) {
         vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
         vk::SemaphoreCreateInfo semaphoreInfo;
         semaphoreInfo.pNext = &typeInfo;
@@ -723,7 +723,15 @@ standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
     Device::Handles handles;
     handles.physicalDevice = *physicalDevice;
     handles.device = *device;
-    return std::make_shared<Device>(handles, std::vector<uint32_t>{}, DeviceFeatures{}, true);
+    // What the device's creator enabled is unknown: only what every device
+    // has (the capability table's core), and KOMPUTE_ENV_DISABLE applies.
+    uint32_t apiVersion = std::min<uint32_t>(physicalDevice->getProperties().apiVersion,
+                                             VK_API_VERSION_1_3);
+    Capabilities capabilities(vk::Instance(), *physicalDevice, apiVersion);
+    capabilities.adopt({}, nullptr);
+    capabilities.applyDisableList(std::getenv("KOMPUTE_ENV_DISABLE"));
+    return std::make_shared<Device>(
+      handles, std::vector<uint32_t>{}, std::move(capabilities), true);
 }
 
 } // namespace internal

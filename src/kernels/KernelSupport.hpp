@@ -38,9 +38,10 @@ typeName(StorageType type);
 std::vector<uint32_t>
 builtinSpirv(const std::string& name);
 
-/** What the kernels need to know about a device to choose their path. One
- * function fills it (deviceCaps), so that it can read the Manager's
- * capability table once that exists. */
+/** What the kernels need to know about a device to choose their path,
+ * filled by deviceCaps from the Manager's capability table
+ * (internal/Capabilities.hpp: device.capabilities().view() has everything
+ * else, e.g. cooperative-matrix shapes and integer dot-product support). */
 struct DeviceCaps
 {
     uint32_t subgroupSize = 1;

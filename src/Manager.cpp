@@ -10,6 +10,9 @@
 
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/DeviceDescription.hpp"
+#include "internal/Environment.hpp"
+#include "internal/Instance.hpp"
 #include "kompute/Algorithm.hpp"
 #include "kompute/Sequence.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -26,19 +29,7 @@ namespace {
 std::vector<std::string>
 requestedLayers()
 {
-    std::vector<std::string> layers;
-    const char* value = std::getenv("KOMPUTE_ENV_DEBUG_LAYERS");
-    if (value == nullptr) {
-        return layers;
-    }
-    std::string text(value);
-    std::replace(text.begin(), text.end(), ',', ' ');
-    std::istringstream words(text);
-    std::string layer;
-    while (words >> layer) {
-        layers.push_back(layer);
-    }
-    return layers;
+    return internal::environmentList("KOMPUTE_ENV_DEBUG_LAYERS");
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL
@@ -392,6 +383,25 @@ chooseComputeQueues(vk::PhysicalDevice physicalDevice, uint32_t count)
 }
 
 } // namespace
+
+// --- For descriptions without a Manager ---------------------------------------
+
+namespace internal {
+
+SharedInstance
+sharedInstance()
+{
+    CreatedInstance created = processInstance();
+    return SharedInstance{ created.instance, created.apiVersion };
+}
+
+std::vector<vk::PhysicalDevice>
+physicalDevices(vk::Instance instance)
+{
+    return kp::physicalDevices(instance);
+}
+
+} // namespace internal
 
 // --- Queue selection ------------------------------------------------------
 
@@ -851,6 +861,21 @@ DeviceCapabilities
 Manager::capabilities() const
 {
     return device()->capabilities().view();
+}
+
+JsonValue
+Manager::deviceDescription() const
+{
+    auto context = device();
+    uint32_t index = 0;
+    auto devices = physicalDevices(context->instance());
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+        if (devices[i] == context->physicalDevice()) {
+            index = i;
+        }
+    }
+    return internal::describeDevice(
+      context->physicalDevice(), index, context->capabilities(), context->shaderCopies());
 }
 
 } // namespace kp

@@ -225,6 +225,9 @@ class Algorithm
     void checkUsable(const char* action) const;
 
   private:
+    // OpMult checks the algorithm's device before it rebuilds it.
+    friend class OpMult;
+
     static std::shared_ptr<internal::Device> contextOf(
       const std::shared_ptr<vk::Device>& device,
       const std::vector<std::shared_ptr<Memory>>& memObjects);

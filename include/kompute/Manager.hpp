@@ -9,6 +9,7 @@
 
 #include "kompute/Algorithm.hpp"
 #include "kompute/Capabilities.hpp"
+#include "kompute/DeviceInfo.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Image.hpp"
 #include "kompute/Memory.hpp"
@@ -383,6 +384,10 @@ class Manager
      * KOMPUTE_ENV_DISABLE. A copy; it does not change while the Manager
      * lives. */
     DeviceCapabilities capabilities() const;
+    /** This Manager's device described as kompute-info describes devices
+     * (kp::describeDevice), with what this Manager enabled (ours; Python's
+     * get_device_properties()). */
+    JsonValue deviceDescription() const;
 
   private:
     void createDevice(uint32_t physicalDeviceIndex,

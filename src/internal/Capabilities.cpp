@@ -9,6 +9,7 @@
 #include <spirv/unified1/spirv.hpp>
 
 #include "internal/Check.hpp"
+#include "internal/Environment.hpp"
 #include "internal/SpirvReflection.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -371,23 +372,6 @@ rowIndex(const std::string& name)
         }
     }
     throw std::logic_error("Kompute's capability table has no row named " + name);
-}
-
-std::vector<std::string>
-splitList(const char* list)
-{
-    std::vector<std::string> items;
-    if (list == nullptr) {
-        return items;
-    }
-    std::string text(list);
-    std::replace(text.begin(), text.end(), ',', ' ');
-    std::istringstream words(text);
-    std::string word;
-    while (words >> word) {
-        items.push_back(word);
-    }
-    return items;
 }
 
 bool

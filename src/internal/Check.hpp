@@ -11,13 +11,13 @@
 namespace kp {
 namespace internal {
 
-/** Throws kp::VulkanError naming the result and `action` unless the
- * result is eSuccess. */
+/** Throws kp::VulkanError (or its OutOfMemoryError / DeviceLostError)
+ * naming the result and `action` unless the result is eSuccess. */
 inline void
 check(vk::Result result, const std::string& action)
 {
     if (result != vk::Result::eSuccess) {
-        throw VulkanError(result, action);
+        throwVulkanError(result, action);
     }
 }
 

@@ -10,25 +10,11 @@
 #include <iterator>
 
 #include "internal/Check.hpp"
+#include "internal/Environment.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
 namespace internal {
-
-namespace {
-
-// A flag variable: unset or empty gives `fallback`, "0" false, else true.
-bool
-environmentFlag(const char* name, bool fallback = false)
-{
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') {
-        return fallback;
-    }
-    return std::strcmp(value, "0") != 0;
-}
-
-} // namespace
 
 Device::Device(const Handles& handles,
                const std::vector<uint32_t>& queueFamilies,

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "internal/Environment.hpp"
 #include "kernels/BuiltinShaderTable.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -57,21 +58,7 @@ namespace {
 std::vector<std::string>
 disabledPaths()
 {
-    std::vector<std::string> paths;
-    const char* value = std::getenv("KOMPUTE_ENV_DISABLE");
-    if (value == nullptr) {
-        return paths;
-    }
-    std::stringstream list(value);
-    std::string item;
-    while (std::getline(list, item, ',')) {
-        item.erase(std::remove_if(item.begin(), item.end(), [](char c) { return c == ' '; }),
-                   item.end());
-        if (!item.empty()) {
-            paths.push_back(item);
-        }
-    }
-    return paths;
+    return internal::environmentList("KOMPUTE_ENV_DISABLE");
 }
 
 } // namespace
@@ -83,9 +70,13 @@ disabledPaths()
 DeviceCaps
 deviceCaps(const internal::Device& device)
 {
+    return deviceCaps(device.capabilities().view(), device.properties().limits);
+}
+
+DeviceCaps
+deviceCaps(const DeviceCapabilities& table, const vk::PhysicalDeviceLimits& limits)
+{
     DeviceCaps caps;
-    const DeviceCapabilities& table = device.capabilities().view();
-    const auto& limits = device.properties().limits;
     caps.deviceName = table.deviceName;
     caps.maxSharedBytes = limits.maxComputeSharedMemorySize;
     caps.maxInvocations = std::min(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]);

@@ -67,6 +67,10 @@ struct DeviceCaps
 
 DeviceCaps
 deviceCaps(const internal::Device& device);
+/** The same from a device's capability view and limits (kompute-info
+ * describes devices without creating them). */
+DeviceCaps
+deviceCaps(const DeviceCapabilities& table, const vk::PhysicalDeviceLimits& limits);
 
 /** Checks of one operation's arguments; every message starts with the
  * operation's name and names the operand. */

@@ -2,11 +2,11 @@
 #include "kompute/Algorithm.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
-#include <spirv/unified1/spirv.hpp>
-
 #include "internal/Batches.hpp"
+#include "internal/Capabilities.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
 #include "internal/Pipelines.hpp"
@@ -189,103 +189,162 @@ checkSpecializationConstants(const internal::ReflectedModule& module, const Cons
     }
 }
 
-// Capabilities that need an optional device feature, and whether the device
-// context enabled it.
+// Every per-stage and per-set descriptor limit the bindings count against
+// (one set, the compute stage).
 void
-checkCapabilities(const internal::ReflectedModule& module, const internal::Device& device)
+checkDescriptorLimits(const std::vector<std::shared_ptr<Memory>>& memObjects,
+                      const vk::PhysicalDeviceLimits& limits)
 {
-    const auto& f = device.features();
-    for (uint32_t capability : module.capabilities) {
-        const char* feature = nullptr;
-        bool enabled = true;
-        switch (capability) {
-            case spv::CapabilityFloat64: feature = "shaderFloat64"; enabled = f.shaderFloat64; break;
-            case spv::CapabilityInt64: feature = "shaderInt64"; enabled = f.shaderInt64; break;
-            case spv::CapabilityInt16: feature = "shaderInt16"; enabled = f.shaderInt16; break;
-            case spv::CapabilityFloat16: feature = "shaderFloat16"; enabled = f.shaderFloat16; break;
-            case spv::CapabilityInt8: feature = "shaderInt8"; enabled = f.shaderInt8; break;
-            case spv::CapabilityStorageBuffer16BitAccess:
-                feature = "storageBuffer16BitAccess";
-                enabled = f.storageBuffer16BitAccess;
-                break;
-            case spv::CapabilityUniformAndStorageBuffer16BitAccess:
-                feature = "uniformAndStorageBuffer16BitAccess";
-                enabled = f.uniformAndStorageBuffer16BitAccess;
-                break;
-            case spv::CapabilityStoragePushConstant16:
-                feature = "storagePushConstant16";
-                enabled = f.storagePushConstant16;
-                break;
-            case spv::CapabilityStorageBuffer8BitAccess:
-                feature = "storageBuffer8BitAccess";
-                enabled = f.storageBuffer8BitAccess;
-                break;
-            case spv::CapabilityUniformAndStorageBuffer8BitAccess:
-                feature = "uniformAndStorageBuffer8BitAccess";
-                enabled = f.uniformAndStorageBuffer8BitAccess;
-                break;
-            case spv::CapabilityStoragePushConstant8:
-                feature = "storagePushConstant8";
-                enabled = f.storagePushConstant8;
-                break;
-            case spv::CapabilityVulkanMemoryModel:
-                feature = "vulkanMemoryModel";
-                enabled = f.vulkanMemoryModel;
-                break;
-            case spv::CapabilityVulkanMemoryModelDeviceScope:
-                feature = "vulkanMemoryModelDeviceScope";
-                enabled = f.vulkanMemoryModelDeviceScope;
-                break;
-            case spv::CapabilityVariablePointers:
-                feature = "variablePointers";
-                enabled = f.variablePointers;
-                break;
-            case spv::CapabilityVariablePointersStorageBuffer:
-                feature = "variablePointersStorageBuffer";
-                enabled = f.variablePointersStorageBuffer;
-                break;
-            default:
-                break;
-        }
-        if (!enabled) {
-            throw Error(format("The shader uses the SPIR-V capability {}, which needs the device "
-                               "feature {}; '{}' does not support it (or, for a Manager built on "
-                               "your own VkDevice, it was not enabled)",
-                               internal::capabilityName(capability),
-                               feature,
-                               device.properties().deviceName.data()));
+    uint32_t buffers = 0;
+    uint32_t images = 0;
+    for (const auto& memory : memObjects) {
+        (memory->getDescriptorType() == vk::DescriptorType::eStorageImage ? images : buffers) += 1;
+    }
+    struct Limit
+    {
+        const char* what;
+        uint32_t count;
+        const char* name;
+        uint32_t limit;
+    };
+    const Limit checks[] = {
+        { "storage buffers (tensors)", buffers, "maxPerStageDescriptorStorageBuffers",
+          limits.maxPerStageDescriptorStorageBuffers },
+        { "storage buffers (tensors)", buffers, "maxDescriptorSetStorageBuffers",
+          limits.maxDescriptorSetStorageBuffers },
+        { "storage images", images, "maxPerStageDescriptorStorageImages",
+          limits.maxPerStageDescriptorStorageImages },
+        { "storage images", images, "maxDescriptorSetStorageImages",
+          limits.maxDescriptorSetStorageImages },
+        { "resources (tensors and images)", buffers + images, "maxPerStageResources",
+          limits.maxPerStageResources },
+    };
+    for (const auto& check : checks) {
+        if (check.count > check.limit) {
+            throw Error(format("The algorithm binds {} {}, more than the device's {} of {}",
+                               check.count,
+                               check.what,
+                               check.name,
+                               check.limit));
         }
     }
 }
 
+// A compute shader has no stage inputs or outputs other than built-ins;
+// drivers crash on them (lavapipe does) although the validators pass them.
 void
-checkLocalSize(const internal::ReflectedModule& module, const vk::PhysicalDeviceLimits& limits)
+checkInterface(const internal::ReflectedModule& module)
 {
-    if (!module.localSize) {
-        return;
+    if (!module.userInterfaceVariables.empty()) {
+        throw Error(format("The shader declares the {}, which is not a built-in: a compute shader "
+                           "gets its data through bindings and push constants, and may only read "
+                           "built-in inputs such as gl_GlobalInvocationID",
+                           module.userInterfaceVariables.front()));
     }
-    const auto& size = *module.localSize;
-    uint64_t invocations = 1;
-    for (int axis = 0; axis < 3; ++axis) {
-        if (size[axis] > limits.maxComputeWorkGroupSize[axis]) {
-            throw Error(format("The shader's local size {} = {} exceeds the device's "
-                               "maxComputeWorkGroupSize[{}] of {}",
-                               "xyz"[axis],
-                               size[axis],
-                               axis,
-                               limits.maxComputeWorkGroupSize[axis]));
+}
+
+internal::SpecializationValues
+specializationValues(const ConstantBytes& constants)
+{
+    internal::SpecializationValues values;
+    for (uint32_t id = 0; id < constants.count(); ++id) {
+        uint64_t value = 0;
+        std::memcpy(&value,
+                    constants.bytes.data() + static_cast<size_t>(id) * constants.elementSize,
+                    std::min<size_t>(constants.elementSize, sizeof(value)));
+        values[id] = value;
+    }
+    return values;
+}
+
+// The local size and shared memory the pipeline will have once the
+// specialization constants are applied.
+void
+checkSpecializedSizes(const internal::ReflectedModule& module,
+                      const ConstantBytes& specializationConstants,
+                      const vk::PhysicalDeviceLimits& limits)
+{
+    internal::SpecializedSizes sizes = module.specialize(specializationValues(specializationConstants));
+    if (sizes.localSize) {
+        const auto& size = *sizes.localSize;
+        uint64_t invocations = 1;
+        for (int axis = 0; axis < 3; ++axis) {
+            if (size[axis] == 0) {
+                throw Error(format("The shader's local size {} is 0 (from {}); every dimension "
+                                   "of a workgroup must be at least 1",
+                                   "xyz"[axis],
+                                   sizes.localSizeSource));
+            }
+            if (size[axis] > limits.maxComputeWorkGroupSize[axis]) {
+                throw Error(format("The shader's local size {} = {} (from {}) exceeds the "
+                                   "device's maxComputeWorkGroupSize[{}] of {}",
+                                   "xyz"[axis],
+                                   size[axis],
+                                   sizes.localSizeSource,
+                                   axis,
+                                   limits.maxComputeWorkGroupSize[axis]));
+            }
+            invocations *= size[axis];
         }
-        invocations *= size[axis];
+        if (invocations > limits.maxComputeWorkGroupInvocations) {
+            throw Error(format("The shader's local size ({}, {}, {}) (from {}) is {} invocations, "
+                               "more than the device's maxComputeWorkGroupInvocations of {}",
+                               size[0],
+                               size[1],
+                               size[2],
+                               sizes.localSizeSource,
+                               invocations,
+                               limits.maxComputeWorkGroupInvocations));
+        }
+    } else if (!sizes.localSizeSource.empty()) {
+        KP_LOG_DEBUG("The shader computes its local size (from {}) in a way Kompute cannot "
+                     "evaluate; it is left to the driver",
+                     sizes.localSizeSource);
     }
-    if (invocations > limits.maxComputeWorkGroupInvocations) {
-        throw Error(format("The shader's local size ({}, {}, {}) is {} invocations, more than the "
-                           "device's maxComputeWorkGroupInvocations of {}",
-                           size[0],
-                           size[1],
-                           size[2],
-                           invocations,
-                           limits.maxComputeWorkGroupInvocations));
+    if (sizes.workgroupMemoryBytes && *sizes.workgroupMemoryBytes > limits.maxComputeSharedMemorySize) {
+        throw Error(format("The shader's shared (Workgroup) variables take {} bytes, more than the "
+                           "device's maxComputeSharedMemorySize of {} bytes",
+                           *sizes.workgroupMemoryBytes,
+                           limits.maxComputeSharedMemorySize));
     }
+}
+
+// Upstream's rule: x = 0 means "(minSize, 1, 1)", one group per element of
+// the first memory object, and y or z = 0 with x > 0 means 1. An x of 0
+// with a y or z above 1 would silently drop them: that is refused.
+Workgroup
+resolveWorkgroup(const Workgroup& workgroup, uint32_t minSize, const vk::PhysicalDeviceLimits* limits)
+{
+    if (workgroup[0] == 0 && (workgroup[1] > 1 || workgroup[2] > 1)) {
+        throw Error(format("Workgroup ({}, {}, {}): x = 0 asks for the default ({} group(s), one "
+                           "per element of the first memory object, by 1 by 1) and would ignore "
+                           "y and z; give x > 0 to dispatch ({}, {}, {}) groups, or (0, 0, 0) "
+                           "for the default",
+                           workgroup[0],
+                           workgroup[1],
+                           workgroup[2],
+                           minSize,
+                           "x",
+                           workgroup[1],
+                           workgroup[2]));
+    }
+    Workgroup resolved = workgroup[0] > 0 ? Workgroup{ workgroup[0],
+                                                       std::max(workgroup[1], 1u),
+                                                       std::max(workgroup[2], 1u) }
+                                          : Workgroup{ minSize, 1, 1 };
+    if (limits != nullptr) {
+        for (int axis = 0; axis < 3; ++axis) {
+            if (resolved[axis] > limits->maxComputeWorkGroupCount[axis]) {
+                throw Error(format("Workgroup count {} = {} exceeds the device's "
+                                   "maxComputeWorkGroupCount[{}] of {}",
+                                   "xyz"[axis],
+                                   resolved[axis],
+                                   axis,
+                                   limits->maxComputeWorkGroupCount[axis]));
+            }
+        }
+    }
+    return resolved;
 }
 
 void
@@ -409,30 +468,14 @@ Algorithm::rebuild(const std::vector<std::shared_ptr<Memory>>& memObjects,
         module.computeEntryPoints.end()) {
         throw Error("The SPIR-V module has no compute (GLCompute) entry point named 'main'");
     }
+    checkInterface(module);
     checkBindings(module, memObjects, limits);
     checkPushConstants(push, module.pushConstantBytes.value_or(0), module.pushConstantBytes.has_value(), limits);
+    checkDescriptorLimits(memObjects, limits);
     checkSpecializationConstants(module, spec);
-    checkCapabilities(module, *mDevice);
-    checkLocalSize(module, limits);
-    Workgroup resolved = workgroup;
+    checkSpecializedSizes(module, spec, limits);
     // Validates before anything is replaced.
-    {
-        uint32_t minSize = memObjects[0]->size();
-        Workgroup candidate = resolved[0] > 0
-                                ? Workgroup{ resolved[0], std::max(resolved[1], 1u), std::max(resolved[2], 1u) }
-                                : Workgroup{ minSize, 1, 1 };
-        for (int axis = 0; axis < 3; ++axis) {
-            if (candidate[axis] > limits.maxComputeWorkGroupCount[axis]) {
-                throw Error(format("Workgroup count {} = {} exceeds the device's "
-                                   "maxComputeWorkGroupCount[{}] of {}",
-                                   "xyz"[axis],
-                                   candidate[axis],
-                                   axis,
-                                   limits.maxComputeWorkGroupCount[axis]));
-            }
-        }
-        resolved = candidate;
-    }
+    Workgroup resolved = resolveWorkgroup(workgroup, memObjects[0]->size(), &limits);
 
     // Vulkan sizes push-constant ranges in multiples of 4 bytes; a block of
     // 16-bit values can be smaller, so the range is rounded up (and the
@@ -623,24 +666,9 @@ Algorithm::checkUsable(const char* action) const
 void
 Algorithm::setWorkgroup(const Workgroup& workgroup, uint32_t minSize)
 {
-    Workgroup resolved = workgroup[0] > 0 ? Workgroup{ workgroup[0],
-                                                       std::max(workgroup[1], 1u),
-                                                       std::max(workgroup[2], 1u) }
-                                          : Workgroup{ minSize, 1, 1 };
-    if (mDevice && mDevice->isAlive()) {
-        const auto& limits = mDevice->properties().limits;
-        for (int axis = 0; axis < 3; ++axis) {
-            if (resolved[axis] > limits.maxComputeWorkGroupCount[axis]) {
-                throw Error(format("Workgroup count {} = {} exceeds the device's "
-                                   "maxComputeWorkGroupCount[{}] of {}",
-                                   "xyz"[axis],
-                                   resolved[axis],
-                                   axis,
-                                   limits.maxComputeWorkGroupCount[axis]));
-            }
-        }
-    }
-    mWorkgroup = resolved;
+    bool live = mDevice && mDevice->isAlive();
+    mWorkgroup =
+      resolveWorkgroup(workgroup, minSize, live ? &mDevice->properties().limits : nullptr);
 }
 
 void

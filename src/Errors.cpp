@@ -3,12 +3,10 @@
 
 namespace kp {
 
-namespace {
-
 // "ErrorOutOfDeviceMemory" -> "VK_ERROR_OUT_OF_DEVICE_MEMORY", the name
 // users find in the Vulkan specification.
 std::string
-resultName(vk::Result result)
+VulkanError::resultName(vk::Result result)
 {
     std::string camel = vk::to_string(result);
     std::string name = "VK_";
@@ -28,10 +26,12 @@ resultName(vk::Result result)
     return name;
 }
 
+namespace {
+
 std::string
 describe(vk::Result result, const std::string& action)
 {
-    std::string message = action + " failed: " + resultName(result);
+    std::string message = action + " failed: " + VulkanError::resultName(result);
     switch (result) {
         case vk::Result::eErrorOutOfDeviceMemory:
             message += " (the GPU is out of memory)";
@@ -55,6 +55,32 @@ VulkanError::VulkanError(vk::Result result, const std::string& action)
   : Error(describe(result, action))
   , mResult(result)
 {
+}
+
+VulkanError::VulkanError(vk::Result result, const std::string& message, Verbatim)
+  : Error(message)
+  , mResult(result)
+{
+}
+
+OutOfMemoryError
+OutOfMemoryError::beforeDriver(const std::string& message)
+{
+    return OutOfMemoryError(vk::Result::eErrorOutOfDeviceMemory, message, Verbatim{});
+}
+
+void
+throwVulkanError(vk::Result result, const std::string& action)
+{
+    switch (result) {
+        case vk::Result::eErrorOutOfDeviceMemory:
+        case vk::Result::eErrorOutOfHostMemory:
+            throw OutOfMemoryError(result, action);
+        case vk::Result::eErrorDeviceLost:
+            throw DeviceLostError(result, action);
+        default:
+            throw VulkanError(result, action);
+    }
 }
 
 } // namespace kp

@@ -10,6 +10,9 @@
 
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/DeviceDescription.hpp"
+#include "internal/Environment.hpp"
+#include "internal/Instance.hpp"
 #include "kompute/Algorithm.hpp"
 #include "kompute/Sequence.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -26,19 +29,7 @@ namespace {
 std::vector<std::string>
 requestedLayers()
 {
-    std::vector<std::string> layers;
-    const char* value = std::getenv("KOMPUTE_ENV_DEBUG_LAYERS");
-    if (value == nullptr) {
-        return layers;
-    }
-    std::string text(value);
-    std::replace(text.begin(), text.end(), ',', ' ');
-    std::istringstream words(text);
-    std::string layer;
-    while (words >> layer) {
-        layers.push_back(layer);
-    }
-    return layers;
+    return internal::environmentList("KOMPUTE_ENV_DEBUG_LAYERS");
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL
@@ -286,57 +277,27 @@ validateQueueFamilies(vk::PhysicalDevice physicalDevice, const std::vector<uint3
     }
 }
 
-// Queries what the device supports of the optional features Kompute enables.
-internal::DeviceFeatures
-supportedFeatures(vk::PhysicalDevice physicalDevice, uint32_t apiVersion)
-{
-    internal::DeviceFeatures supported;
-    vk::PhysicalDeviceFeatures2 features2;
-    vk::PhysicalDeviceVulkan11Features features11;
-    vk::PhysicalDeviceVulkan12Features features12;
-    vk::PhysicalDevice16BitStorageFeatures storage16;
-    if (apiVersion >= VK_API_VERSION_1_2) {
-        features2.pNext = &features11;
-        features11.pNext = &features12;
-        physicalDevice.getFeatures2(&features2);
-        supported.storageBuffer16BitAccess = features11.storageBuffer16BitAccess;
-        supported.uniformAndStorageBuffer16BitAccess =
-          features11.uniformAndStorageBuffer16BitAccess;
-        supported.storagePushConstant16 = features11.storagePushConstant16;
-        supported.variablePointers = features11.variablePointers;
-        supported.variablePointersStorageBuffer = features11.variablePointersStorageBuffer;
-        supported.storageBuffer8BitAccess = features12.storageBuffer8BitAccess;
-        supported.uniformAndStorageBuffer8BitAccess = features12.uniformAndStorageBuffer8BitAccess;
-        supported.storagePushConstant8 = features12.storagePushConstant8;
-        supported.shaderFloat16 = features12.shaderFloat16;
-        supported.shaderInt8 = features12.shaderInt8;
-        supported.timelineSemaphore = features12.timelineSemaphore;
-        supported.vulkanMemoryModel = features12.vulkanMemoryModel;
-        supported.vulkanMemoryModelDeviceScope = features12.vulkanMemoryModelDeviceScope;
-    } else {
-        features2.pNext = &storage16;
-        physicalDevice.getFeatures2(&features2);
-        supported.storageBuffer16BitAccess = storage16.storageBuffer16BitAccess;
-        supported.uniformAndStorageBuffer16BitAccess = storage16.uniformAndStorageBuffer16BitAccess;
-        supported.storagePushConstant16 = storage16.storagePushConstant16;
-    }
-    supported.shaderFloat64 = features2.features.shaderFloat64;
-    supported.shaderInt64 = features2.features.shaderInt64;
-    supported.shaderInt16 = features2.features.shaderInt16;
-    return supported;
-}
-
 struct CreatedDevice
 {
     vk::Device device;
-    internal::DeviceFeatures enabled;
+    internal::Capabilities capabilities;
 };
 
+const char*
+disableList()
+{
+    return std::getenv("KOMPUTE_ENV_DISABLE");
+}
+
+// Creates the device with what the capability table enables by default,
+// merged with what the application asked for, less KOMPUTE_ENV_DISABLE.
 CreatedDevice
-createDevice(vk::PhysicalDevice physicalDevice,
+createDevice(vk::Instance instance,
+             vk::PhysicalDevice physicalDevice,
              uint32_t instanceApiVersion,
              const std::vector<uint32_t>& queueFamilies,
-             const std::vector<std::string>& desiredExtensions)
+             const std::vector<std::string>& desiredExtensions,
+             const vk::PhysicalDeviceFeatures2* desiredFeatures)
 {
     vk::PhysicalDeviceProperties properties = physicalDevice.getProperties();
     uint32_t apiVersion = std::min(instanceApiVersion, properties.apiVersion);
@@ -357,72 +318,22 @@ createDevice(vk::PhysicalDevice physicalDevice,
         }
     }
 
-    uint32_t extensionCount = 0;
-    check(physicalDevice.enumerateDeviceExtensionProperties(nullptr, &extensionCount, nullptr),
-          "Listing device extensions");
-    std::vector<vk::ExtensionProperties> available(extensionCount);
-    check(physicalDevice.enumerateDeviceExtensionProperties(
-            nullptr, &extensionCount, available.data()),
-          "Listing device extensions");
-    auto hasExtension = [&](const std::string& name) {
-        return std::any_of(available.begin(), available.end(), [&](const auto& e) {
-            return name == e.extensionName.data();
-        });
-    };
-    std::vector<std::string> extensionNames;
-    for (const auto& name : desiredExtensions) {
-        if (!hasExtension(name)) {
-            KP_LOG_WARN("Device extension {} is not supported by '{}'; continuing without it",
-                        name,
-                        properties.deviceName.data());
-        } else if (std::find(extensionNames.begin(), extensionNames.end(), name) ==
-                   extensionNames.end()) {
-            extensionNames.push_back(name);
-        }
-    }
+    internal::Capabilities capabilities(instance, physicalDevice, apiVersion);
+    capabilities.enableDefaults();
+    capabilities.request(desiredExtensions, desiredFeatures);
+    capabilities.applyDisableList(disableList());
+    internal::Capabilities::DeviceCreateInfo enable = capabilities.deviceCreateInfo();
+
     // The specification requires enabling it wherever it is offered.
     const std::string portabilitySubset = "VK_KHR_portability_subset";
-    if (hasExtension(portabilitySubset) &&
-        std::find(extensionNames.begin(), extensionNames.end(), portabilitySubset) ==
-          extensionNames.end()) {
-        extensionNames.push_back(portabilitySubset);
+    if (capabilities.extensionAvailable(portabilitySubset) &&
+        std::find(enable.extensions.begin(), enable.extensions.end(), portabilitySubset) ==
+          enable.extensions.end()) {
+        enable.extensions.push_back(portabilitySubset);
     }
     std::vector<const char*> extensions;
-    for (const auto& name : extensionNames) {
+    for (const auto& name : enable.extensions) {
         extensions.push_back(name.c_str());
-    }
-
-    // Enable every optional feature a compute shader may need and the device
-    // has, so shaders using 16/64-bit types just work.
-    internal::DeviceFeatures enabled = supportedFeatures(physicalDevice, apiVersion);
-    vk::PhysicalDeviceFeatures2 features2;
-    features2.features.shaderFloat64 = enabled.shaderFloat64;
-    features2.features.shaderInt64 = enabled.shaderInt64;
-    features2.features.shaderInt16 = enabled.shaderInt16;
-    vk::PhysicalDeviceVulkan11Features features11;
-    vk::PhysicalDeviceVulkan12Features features12;
-    vk::PhysicalDevice16BitStorageFeatures storage16;
-    if (apiVersion >= VK_API_VERSION_1_2) {
-        features11.storageBuffer16BitAccess = enabled.storageBuffer16BitAccess;
-        features11.uniformAndStorageBuffer16BitAccess = enabled.uniformAndStorageBuffer16BitAccess;
-        features11.storagePushConstant16 = enabled.storagePushConstant16;
-        features11.variablePointers = enabled.variablePointers;
-        features11.variablePointersStorageBuffer = enabled.variablePointersStorageBuffer;
-        features12.storageBuffer8BitAccess = enabled.storageBuffer8BitAccess;
-        features12.uniformAndStorageBuffer8BitAccess = enabled.uniformAndStorageBuffer8BitAccess;
-        features12.storagePushConstant8 = enabled.storagePushConstant8;
-        features12.shaderFloat16 = enabled.shaderFloat16;
-        features12.shaderInt8 = enabled.shaderInt8;
-        features12.timelineSemaphore = enabled.timelineSemaphore;
-        features12.vulkanMemoryModel = enabled.vulkanMemoryModel;
-        features12.vulkanMemoryModelDeviceScope = enabled.vulkanMemoryModelDeviceScope;
-        features2.pNext = &features11;
-        features11.pNext = &features12;
-    } else {
-        storage16.storageBuffer16BitAccess = enabled.storageBuffer16BitAccess;
-        storage16.uniformAndStorageBuffer16BitAccess = enabled.uniformAndStorageBuffer16BitAccess;
-        storage16.storagePushConstant16 = enabled.storagePushConstant16;
-        features2.pNext = &storage16;
     }
 
     vk::DeviceCreateInfo info(vk::DeviceCreateFlags(),
@@ -433,12 +344,11 @@ createDevice(vk::PhysicalDevice physicalDevice,
                               static_cast<uint32_t>(extensions.size()),
                               extensions.data(),
                               nullptr);
-    info.pNext = &features2;
-    CreatedDevice created;
-    created.enabled = enabled;
-    check(physicalDevice.createDevice(&info, nullptr, &created.device),
+    info.pNext = enable.features->head();
+    vk::Device device;
+    check(physicalDevice.createDevice(&info, nullptr, &device),
           format("Creating a Vulkan device on '{}'", properties.deviceName.data()));
-    return created;
+    return CreatedDevice{ device, std::move(capabilities) };
 }
 
 std::vector<uint32_t>
@@ -473,6 +383,25 @@ chooseComputeQueues(vk::PhysicalDevice physicalDevice, uint32_t count)
 }
 
 } // namespace
+
+// --- For descriptions without a Manager ---------------------------------------
+
+namespace internal {
+
+SharedInstance
+sharedInstance()
+{
+    CreatedInstance created = processInstance();
+    return SharedInstance{ created.instance, created.apiVersion };
+}
+
+std::vector<vk::PhysicalDevice>
+physicalDevices(vk::Instance instance)
+{
+    return kp::physicalDevices(instance);
+}
+
+} // namespace internal
 
 // --- Queue selection ------------------------------------------------------
 
@@ -535,6 +464,23 @@ Manager::Manager(uint32_t physicalDeviceIndex,
                  const std::vector<uint32_t>& familyQueueIndices,
                  const std::vector<std::string>& desiredExtensions)
 {
+    createDevice(physicalDeviceIndex, familyQueueIndices, desiredExtensions, nullptr);
+}
+
+Manager::Manager(uint32_t physicalDeviceIndex,
+                 const std::vector<uint32_t>& familyQueueIndices,
+                 const std::vector<std::string>& desiredExtensions,
+                 const vk::PhysicalDeviceFeatures2& desiredFeatures)
+{
+    createDevice(physicalDeviceIndex, familyQueueIndices, desiredExtensions, &desiredFeatures);
+}
+
+void
+Manager::createDevice(uint32_t physicalDeviceIndex,
+                      const std::vector<uint32_t>& familyQueueIndices,
+                      const std::vector<std::string>& desiredExtensions,
+                      const vk::PhysicalDeviceFeatures2* desiredFeatures)
+{
     CreatedInstance instance = processInstance();
     internal::Device::Handles handles;
     handles.instance = instance.instance;
@@ -557,11 +503,16 @@ Manager::Manager(uint32_t physicalDeviceIndex,
             families.push_back(firstComputeFamily(handles.physicalDevice));
         }
         validateQueueFamilies(handles.physicalDevice, families);
-        CreatedDevice device =
-          createDevice(handles.physicalDevice, instance.apiVersion, families, desiredExtensions);
+        CreatedDevice device = kp::createDevice(instance.instance,
+                                                handles.physicalDevice,
+                                                instance.apiVersion,
+                                                families,
+                                                desiredExtensions,
+                                                desiredFeatures);
         handles.device = device.device;
         handles.ownsDevice = true;
-        mDevice = std::make_shared<internal::Device>(handles, families, device.enabled, false);
+        mDevice = std::make_shared<internal::Device>(
+          handles, families, std::move(device.capabilities), false);
         internal::registerManagerDevice(mDevice);
     } catch (...) {
         if (handles.device) {
@@ -595,6 +546,36 @@ Manager::Manager(std::shared_ptr<vk::Instance> instance,
   , mPhysicalDevice(physicalDevice)
   , mVkDevice(device)
 {
+    // The features the application enabled are unknown; assume only what
+    // every device has. Shaders needing more are refused with a clear error.
+    adoptDevice(familyQueueIndices, {}, nullptr);
+}
+
+Manager::Manager(std::shared_ptr<vk::Instance> instance,
+                 std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+                 std::shared_ptr<vk::Device> device,
+                 const std::vector<uint32_t>& familyQueueIndices,
+                 const std::vector<std::string>& enabledExtensions,
+                 const vk::PhysicalDeviceFeatures2& enabledFeatures)
+  : mInstance(instance)
+  , mPhysicalDevice(physicalDevice)
+  , mVkDevice(device)
+{
+    std::vector<uint32_t> families = familyQueueIndices;
+    if (families.empty()) {
+        families = defaultQueueFamilies(physicalDevice);
+    }
+    adoptDevice(families, enabledExtensions, &enabledFeatures);
+}
+
+void
+Manager::adoptDevice(const std::vector<uint32_t>& familyQueueIndices,
+                     const std::vector<std::string>& enabledExtensions,
+                     const vk::PhysicalDeviceFeatures2* enabledFeatures)
+{
+    const auto& instance = mInstance;
+    const auto& physicalDevice = mPhysicalDevice;
+    const auto& device = mVkDevice;
     if (!instance || !*instance || !physicalDevice || !*physicalDevice || !device || !*device) {
         throw Error("BYOV Manager: the instance, physical device and device must all be valid "
                     "handles");
@@ -607,10 +588,15 @@ Manager::Manager(std::shared_ptr<vk::Instance> instance,
     handles.instance = *instance;
     handles.physicalDevice = *physicalDevice;
     handles.device = *device;
-    // The features the application enabled are unknown; assume only what
-    // every device has. Shaders needing more are refused with a clear error.
+    // The device-level Vulkan version the application can use is the
+    // device's (capped at the newest Kompute knows).
+    uint32_t apiVersion =
+      std::min<uint32_t>(physicalDevice->getProperties().apiVersion, VK_API_VERSION_1_3);
+    internal::Capabilities capabilities(*instance, *physicalDevice, apiVersion);
+    capabilities.adopt(enabledExtensions, enabledFeatures);
+    capabilities.applyDisableList(disableList());
     mDevice = std::make_shared<internal::Device>(
-      handles, familyQueueIndices, internal::DeviceFeatures{}, false);
+      handles, familyQueueIndices, std::move(capabilities), false);
     internal::registerManagerDevice(mDevice);
 }
 
@@ -869,6 +855,27 @@ Manager::pipelineStats() const
     stats.pipelinesCreated = context->pipelines().pipelinesCreated();
     stats.livePipelines = context->pipelines().livePipelines();
     return stats;
+}
+
+DeviceCapabilities
+Manager::capabilities() const
+{
+    return device()->capabilities().view();
+}
+
+JsonValue
+Manager::deviceDescription() const
+{
+    auto context = device();
+    uint32_t index = 0;
+    auto devices = physicalDevices(context->instance());
+    for (uint32_t i = 0; i < devices.size(); ++i) {
+        if (devices[i] == context->physicalDevice()) {
+            index = i;
+        }
+    }
+    return internal::describeDevice(
+      context->physicalDevice(), index, context->capabilities(), context->shaderCopies());
 }
 
 void

@@ -15,6 +15,8 @@
 
 #include <unistd.h>
 
+#include <spirv-tools/libspirv.hpp>
+
 #include "TestSupport.hpp"
 
 namespace kp_test {
@@ -55,6 +57,79 @@ throwsWith(F&& action, std::initializer_list<std::string> fragments)
         return ::testing::AssertionFailure() << "threw something that is not a std::exception";
     }
     return ::testing::AssertionFailure() << "nothing was thrown";
+}
+
+// --- Hand-made SPIR-V ------------------------------------------------------
+
+constexpr uint32_t kOpCapability = 17;
+constexpr uint32_t kOpExtension = 10;
+
+inline size_t
+afterLastCapability(const std::vector<uint32_t>& spirv)
+{
+    size_t position = 5;
+    size_t after = 5;
+    while (position < spirv.size()) {
+        uint32_t count = spirv[position] >> 16;
+        uint32_t op = spirv[position] & 0xFFFF;
+        if (op == kOpCapability) {
+            after = position + count;
+        } else if (op != kOpExtension) {
+            break;
+        }
+        position += count;
+    }
+    return after;
+}
+
+/** `spirv` with an OpCapability (and, if given, an OpExtension) added: a
+ * module that declares what the test wants checked. */
+inline std::vector<uint32_t>
+withCapability(std::vector<uint32_t> spirv, uint32_t capability, const std::string& extension = "")
+{
+    size_t at = afterLastCapability(spirv);
+    if (!extension.empty()) {
+        std::vector<uint32_t> words((extension.size() + 4) / 4, 0);
+        std::memcpy(words.data(), extension.data(), extension.size());
+        words.insert(words.begin(), (static_cast<uint32_t>(words.size() + 1) << 16) | kOpExtension);
+        spirv.insert(spirv.begin() + static_cast<std::ptrdiff_t>(at), words.begin(), words.end());
+    }
+    spirv.insert(spirv.begin() + 5, { (2u << 16) | kOpCapability, capability });
+    return spirv;
+}
+
+/** SPIR-V assembly (for modules GLSL cannot express) as words. */
+inline std::vector<uint32_t>
+assemble(const std::string& text)
+{
+    spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+    std::string errors;
+    tools.SetMessageConsumer(
+      [&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { errors += m; });
+    std::vector<uint32_t> binary;
+    if (!tools.Assemble(text, &binary)) {
+        throw std::runtime_error("test SPIR-V does not assemble: " + errors);
+    }
+    return binary;
+}
+
+/** Evaluates OpSyncDevice(uploads), the dispatch, OpSyncLocal(downloads)
+ * in one sequence (the empty lists are left out). */
+inline void
+dispatchOnce(kp::Manager& mgr,
+             const std::shared_ptr<kp::Algorithm>& algorithm,
+             const std::vector<std::shared_ptr<kp::Memory>>& uploads,
+             const std::vector<std::shared_ptr<kp::Memory>>& downloads)
+{
+    auto sequence = mgr.sequence();
+    if (!uploads.empty()) {
+        sequence->record<kp::OpSyncDevice>(uploads);
+    }
+    sequence->record<kp::OpAlgoDispatch>(algorithm);
+    if (!downloads.empty()) {
+        sequence->record<kp::OpSyncLocal>(downloads);
+    }
+    sequence->eval();
 }
 
 /** A file path in the temporary directory, removed when this goes away. */

@@ -245,3 +245,125 @@ TEST(Byov, KomputeOperationsRecordIntoTheApplicationsCommandBuffer)
     }
     EXPECT_TRUE(app.validationErrors.empty()) << app.validationErrors.front();
 }
+
+// --- Optional features on the application's device ------------------------------------
+
+namespace {
+
+// out[i] = in[i] * 2 in 64-bit floats.
+const char* kDoubleFloat64 = R"(
+#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer Values { double values[]; };
+void main() { uint i = gl_GlobalInvocationID.x; values[i] = values[i] * 2.0lf; }
+)";
+
+const char* kInt64 = R"(
+#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer Values { int64_t values[]; };
+void main() { uint i = gl_GlobalInvocationID.x; values[i] = values[i] << 33; }
+)";
+
+const char* kFloatAtomicSum = R"(
+#version 450
+#extension GL_EXT_shader_atomic_float : require
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer Sum { float sum; };
+void main() { atomicAdd(sum, 1.5); }
+)";
+
+bool
+hasExtension(vk::PhysicalDevice physicalDevice, const char* name)
+{
+    for (const auto& extension : physicalDevice.enumerateDeviceExtensionProperties()) {
+        if (std::strcmp(extension.extensionName.data(), name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+using ByovFeaturesTest = KomputeTest;
+
+TEST_F(ByovFeaturesTest, WithoutTheApplicationsFeaturesOptionalCapabilitiesAreRefused)
+{
+    RawVulkanDevice app;
+    {
+        kp::Manager manager(app.instance, app.physicalDevice, app.device);
+        EXPECT_FALSE(manager.capabilities().float64);
+        auto values = manager.tensorT<double>({ 1.0, 2.5 });
+        EXPECT_TRUE(throwsWith([&] { manager.algorithm({ values }, compile(kDoubleFloat64)); },
+                               { "SPIR-V capability Float64", "shaderFloat64",
+                                 "pass the extensions and features you enabled" }));
+    }
+}
+
+TEST_F(ByovFeaturesTest, TheFeaturesTheApplicationEnabledAreAccepted)
+{
+    VkPhysicalDeviceFeatures supported = RawVulkanDevice().physicalDevice->getFeatures();
+    if (!supported.shaderFloat64 || !supported.shaderInt64) {
+        GTEST_SKIP() << "needs shaderFloat64 and shaderInt64";
+    }
+    vk::PhysicalDeviceFeatures2 features;
+    features.features.shaderFloat64 = VK_TRUE; // but not shaderInt64
+    RawVulkanDevice app(&static_cast<const VkPhysicalDeviceFeatures2&>(features));
+    {
+        kp::Manager manager(
+          app.instance, app.physicalDevice, app.device, { app.computeFamily }, {}, features);
+        kp::DeviceCapabilities caps = manager.capabilities();
+        EXPECT_TRUE(caps.float64);
+        EXPECT_FALSE(caps.int64);
+        auto values = manager.tensorT<double>({ 1.0, 2.5, -0.125 });
+        auto algorithm = manager.algorithm({ values }, compile(kDoubleFloat64));
+        dispatchOnce(manager, algorithm, { values }, { values });
+        EXPECT_EQ(values->vector(), (std::vector<double>{ 2.0, 5.0, -0.25 }));
+        // What the application did not enable stays refused.
+        auto longs = manager.tensorT<int64_t>({ 1, 2 });
+        EXPECT_TRUE(throwsWith([&] { manager.algorithm({ longs }, compile(kInt64)); },
+                               { "SPIR-V capability Int64", "not enabled on this device" }));
+    }
+}
+
+TEST_F(ByovFeaturesTest, ExtensionFeaturesCountOnlyWithTheirExtensionListed)
+{
+    RawVulkanDevice probe;
+    if (!hasExtension(*probe.physicalDevice, "VK_EXT_shader_atomic_float")) {
+        GTEST_SKIP() << "needs VK_EXT_shader_atomic_float";
+    }
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomics{};
+    atomics.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT;
+    VkPhysicalDeviceFeatures2 query{};
+    query.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    query.pNext = &atomics;
+    vkGetPhysicalDeviceFeatures2(static_cast<VkPhysicalDevice>(*probe.physicalDevice), &query);
+    if (!atomics.shaderBufferFloat32AtomicAdd) {
+        GTEST_SKIP() << "needs shaderBufferFloat32AtomicAdd";
+    }
+    vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT enabledAtomics;
+    enabledAtomics.shaderBufferFloat32AtomicAdd = VK_TRUE;
+    vk::PhysicalDeviceFeatures2 enabled;
+    enabled.pNext = &enabledAtomics;
+    RawVulkanDevice app(&static_cast<const VkPhysicalDeviceFeatures2&>(enabled),
+                        { "VK_EXT_shader_atomic_float" });
+    {
+        kp::Manager manager(
+          app.instance, app.physicalDevice, app.device, {}, { "VK_EXT_shader_atomic_float" }, enabled);
+        EXPECT_TRUE(manager.capabilities().float32AtomicAdd);
+        auto sum = manager.tensor({ 1.0f });
+        auto algorithm = manager.algorithm({ sum }, compile(kFloatAtomicSum), kp::Workgroup{ 4, 1, 1 });
+        dispatchOnce(manager, algorithm, { sum }, { sum });
+        EXPECT_EQ(sum->vector(), (std::vector<float>{ 7.0f }));
+    }
+    {
+        // The structure without its extension: not something a device has.
+        kp::Manager manager(app.instance, app.physicalDevice, app.device, {}, {}, enabled);
+        EXPECT_FALSE(manager.capabilities().float32AtomicAdd);
+        auto sum = manager.tensor({ 1.0f });
+        EXPECT_TRUE(throwsWith([&] { manager.algorithm({ sum }, compile(kFloatAtomicSum)); },
+                               { "AtomicFloat32AddEXT", "VK_EXT_shader_atomic_float" }));
+    }
+}

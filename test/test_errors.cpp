@@ -58,6 +58,49 @@ TEST_F(ErrorsTest, VulkanErrorNamesTheResultAndTheAction)
     EXPECT_NE(std::string(lost.what()).find("VK_ERROR_DEVICE_LOST"), std::string::npos);
 }
 
+TEST_F(ErrorsTest, VulkanErrorsOfMemoryAndDeviceLossHaveTheirOwnTypes)
+{
+    static_assert(std::is_base_of_v<kp::VulkanError, kp::OutOfMemoryError>);
+    static_assert(std::is_base_of_v<kp::VulkanError, kp::DeviceLostError>);
+    auto thrown = [](vk::Result result) -> std::exception_ptr {
+        try {
+            kp::throwVulkanError(result, "Doing something");
+        } catch (...) {
+            return std::current_exception();
+        }
+        return nullptr;
+    };
+    auto expect = [&](vk::Result result, auto typeTag) {
+        using Expected = typename decltype(typeTag)::type;
+        try {
+            std::rethrow_exception(thrown(result));
+        } catch (const Expected& error) {
+            EXPECT_EQ(error.result(), result);
+            EXPECT_NE(std::string(error.what()).find(kp::VulkanError::resultName(result)),
+                      std::string::npos)
+              << error.what();
+            EXPECT_NE(std::string(error.what()).find("Doing something"), std::string::npos);
+            return;
+        } catch (const std::exception& other) {
+            ADD_FAILURE() << "another type for " << vk::to_string(result) << ": " << other.what();
+        }
+    };
+    expect(vk::Result::eErrorOutOfDeviceMemory, TypeTag<kp::OutOfMemoryError>{});
+    expect(vk::Result::eErrorOutOfHostMemory, TypeTag<kp::OutOfMemoryError>{});
+    expect(vk::Result::eErrorDeviceLost, TypeTag<kp::DeviceLostError>{});
+    expect(vk::Result::eErrorInitializationFailed, TypeTag<kp::VulkanError>{});
+    // A plain VulkanError is neither of the two.
+    try {
+        std::rethrow_exception(thrown(vk::Result::eErrorInitializationFailed));
+    } catch (const kp::OutOfMemoryError&) {
+        ADD_FAILURE() << "an initialization failure is not out of memory";
+    } catch (const kp::DeviceLostError&) {
+        ADD_FAILURE() << "an initialization failure is not a lost device";
+    } catch (const kp::VulkanError&) {
+    }
+    EXPECT_EQ(kp::VulkanError::resultName(vk::Result::eErrorDeviceLost), "VK_ERROR_DEVICE_LOST");
+}
+
 // --- Tensor creation -----------------------------------------------------------------
 
 TEST_F(ErrorsTest, ZeroSizeTensorThrows)
@@ -99,6 +142,80 @@ TEST_F(ErrorsTest, TensorOverFourGibibytesThrows)
     EXPECT_TRUE(throwsWith(
       [&] { mgr().tensor(nullptr, 1u << 31, 4, DataTypes::eFloat, MemoryTypes::eStorage); },
       { "4 GiB" }));
+}
+
+TEST_F(ErrorsTest, TensorLargerThanItsHeapIsOutOfMemoryBeforeTheDriver)
+{
+    vk::PhysicalDevice physical = *mgr().getVkPhysicalDevice();
+    auto memory = physical.getMemoryProperties();
+    vk::DeviceSize largestDeviceHeap = 0;
+    for (uint32_t i = 0; i < memory.memoryHeapCount; ++i) {
+        if (memory.memoryHeaps[i].flags & vk::MemoryHeapFlagBits::eDeviceLocal) {
+            largestDeviceHeap = std::max(largestDeviceHeap, memory.memoryHeaps[i].size);
+        }
+    }
+    vk::DeviceSize maxAllocation = mgr().capabilities().maxMemoryAllocationSize;
+    // The smaller of the two limits, passed by a tensor (at most 4 GiB).
+    vk::DeviceSize limit = std::min(largestDeviceHeap, maxAllocation);
+    vk::DeviceSize bytes = limit + (64ull << 20);
+    if (bytes >= (4ull << 30)) {
+        GTEST_SKIP() << "the device's limits are beyond what one tensor can hold";
+    }
+    auto count = static_cast<uint32_t>(bytes / 4);
+    uint64_t usedBefore = mgr().memoryStats().usedBytes();
+    for (auto type : { MemoryTypes::eStorage, MemoryTypes::eDevice }) {
+        try {
+            mgr().tensor(nullptr, count, 4, DataTypes::eFloat, type);
+            ADD_FAILURE() << "a tensor of " << bytes << " bytes was created";
+        } catch (const kp::OutOfMemoryError& error) {
+            std::string message = error.what();
+            EXPECT_EQ(error.result(), vk::Result::eErrorOutOfDeviceMemory);
+            EXPECT_NE(message.find(std::to_string(count * 4ull) + " bytes"), std::string::npos)
+              << message;
+            EXPECT_TRUE(message.find("heap") != std::string::npos ||
+                        message.find("maxMemoryAllocationSize") != std::string::npos)
+              << message;
+            EXPECT_NE(message.find("before the driver"), std::string::npos) << message;
+        }
+    }
+    // Nothing leaked; the Manager still works.
+    EXPECT_EQ(mgr().memoryStats().usedBytes(), usedBefore);
+    auto small = mgr().tensor({ 1.0f, 2.0f });
+    mgr().sequence()->eval<kp::OpSyncDevice>({ small })->eval<kp::OpSyncLocal>({ small });
+    EXPECT_EQ(small->vector(), (std::vector<float>{ 1.0f, 2.0f }));
+}
+
+TEST_F(ErrorsTest, AllocationsBeyondWhatTheHeapHasLeftAreOutOfMemory)
+{
+    vk::PhysicalDevice physical = *mgr().getVkPhysicalDevice();
+    auto memory = physical.getMemoryProperties();
+    // The heap eStorage tensors come from, found by making a small one.
+    auto probe = mgr().tensor(nullptr, 1024, 4, DataTypes::eFloat, MemoryTypes::eStorage);
+    uint32_t heap = UINT32_MAX;
+    for (const auto& type : mgr().memoryStats().memoryTypes) {
+        if (type.usedBytes > 0 && (type.propertyFlags & vk::MemoryPropertyFlagBits::eDeviceLocal)) {
+            heap = type.heapIndex;
+        }
+    }
+    ASSERT_NE(heap, UINT32_MAX);
+    vk::DeviceSize heapSize = memory.memoryHeaps[heap].size;
+    vk::DeviceSize maxAllocation = mgr().capabilities().maxMemoryAllocationSize;
+    vk::DeviceSize first = heapSize / 4 * 3;
+    vk::DeviceSize second = heapSize / 2;
+    if (first >= (4ull << 30) || first > maxAllocation || second > maxAllocation) {
+        GTEST_SKIP() << "the heap is larger than tensors can fill here";
+    }
+    // Neither is larger than the heap; together they are.
+    auto big = mgr().tensor(nullptr, static_cast<uint32_t>(first / 4), 4, DataTypes::eFloat, MemoryTypes::eStorage);
+    EXPECT_TRUE(throwsWith<kp::OutOfMemoryError>(
+      [&] {
+          mgr().tensor(nullptr, static_cast<uint32_t>(second / 4), 4, DataTypes::eFloat, MemoryTypes::eStorage);
+      },
+      { "already uses", "before the driver" }));
+    // Once the first is gone, the second fits.
+    big.reset();
+    EXPECT_NO_THROW(mgr().tensor(
+      nullptr, static_cast<uint32_t>(second / 4), 4, DataTypes::eFloat, MemoryTypes::eStorage));
 }
 
 // --- Host views -----------------------------------------------------------------------
@@ -217,6 +334,46 @@ TEST_F(ErrorsTest, OperationsWithTooFewOrNullObjectsThrow)
                  kp::Error);
     EXPECT_THROW(mgr().sequence()->record(nullptr), kp::Error);
     EXPECT_THROW(mgr().sequence()->eval(std::shared_ptr<kp::OpBase>()), kp::Error);
+}
+
+TEST_F(ErrorsTest, ObjectsOfTwoManagersInOneOperationThrow)
+{
+    kp::Manager other;
+    auto mine = mgr().tensor({ 1.0f, 2.0f, 3.0f });
+    auto mine2 = mgr().tensor({ 0.0f, 0.0f, 0.0f });
+    auto theirs = other.tensor({ 4.0f, 5.0f, 6.0f });
+    const char* fragment = "memory object 1 belongs to another Manager";
+    EXPECT_TRUE(throwsWith([&] { kp::OpCopy({ mine, theirs }); }, { "OpCopy", fragment }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpCopy({ theirs, mine }); }, { "OpCopy", fragment }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpSyncDevice({ mine, theirs }); }, { "OpSyncDevice", fragment }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpSyncLocal({ mine, theirs }); }, { "OpSyncLocal", fragment }));
+    EXPECT_TRUE(throwsWith(
+      [&] {
+          kp::OpMemoryBarrier({ mine, theirs },
+                              vk::AccessFlagBits::eShaderWrite,
+                              vk::AccessFlagBits::eShaderRead,
+                              vk::PipelineStageFlagBits::eComputeShader,
+                              vk::PipelineStageFlagBits::eComputeShader);
+      },
+      { "OpMemoryBarrier", fragment }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMult({ mine, theirs, mine2 }, mgr().algorithm()); },
+                           { "OpMult", fragment }));
+    // An algorithm of the other Manager is refused before it is rebuilt.
+    auto foreign = other.algorithm({ theirs, other.tensor({ 1.0f, 1.0f, 1.0f }) },
+                                   kp::Shader::compileSource(R"(
+#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer A { float a[]; };
+layout(set = 0, binding = 1) buffer B { float b[]; };
+void main() { b[gl_GlobalInvocationID.x] = a[gl_GlobalInvocationID.x]; }
+)"));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMult({ mine, mine2, mine2 }, foreign); },
+                           { "OpMult", "algorithm belongs to another Manager" }));
+    EXPECT_TRUE(foreign->isInit());
+    // Each Manager's objects still work together (OpCopy copies device
+    // data: the source's host data goes to the device first).
+    mgr().sequence()->eval<kp::OpSyncDevice>({ mine })->eval<kp::OpCopy>({ mine, mine2 });
+    EXPECT_EQ(mine2->vector(), (std::vector<float>{ 1.0f, 2.0f, 3.0f }));
 }
 
 TEST_F(ErrorsTest, RangeSyncOutsideTheTensorThrows)

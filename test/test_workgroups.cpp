@@ -143,12 +143,29 @@ using WorkgroupDefaultsTest = KomputeTest;
 TEST_F(WorkgroupDefaultsTest, ZeroXMeansTheFirstTensorsSize)
 {
     Size3 local = { 1, 1, 1 };
-    for (const kp::Workgroup& given : { kp::Workgroup{ 0, 0, 0 }, kp::Workgroup{}, kp::Workgroup{ 0, 7, 9 } }) {
+    for (const kp::Workgroup& given : { kp::Workgroup{ 0, 0, 0 }, kp::Workgroup{}, kp::Workgroup{ 0, 1, 1 } }) {
         auto grid = makeGrid(mgr(), local, given, 13);
-        // As upstream: (size of memObjects[0], 1, 1), whatever y and z were.
+        // As upstream: (size of memObjects[0], 1, 1).
         EXPECT_EQ(grid.algorithm->getWorkgroup(), (kp::Workgroup{ 13, 1, 1 }));
         run(mgr(), grid);
         expectGrid(grid, local, { 13, 1, 1 });
+    }
+}
+
+TEST_F(WorkgroupDefaultsTest, ZeroXWithALargerYOrZThrows)
+{
+    Size3 local = { 1, 1, 1 };
+    for (const kp::Workgroup& given :
+         { kp::Workgroup{ 0, 4, 1 }, kp::Workgroup{ 0, 1, 2 }, kp::Workgroup{ 0, 7, 9 } }) {
+        try {
+            makeGrid(mgr(), local, given, 13);
+            ADD_FAILURE() << "no error for (" << given[0] << ", " << given[1] << ", " << given[2]
+                          << ")";
+        } catch (const kp::Error& error) {
+            std::string message = error.what();
+            EXPECT_NE(message.find("x = 0"), std::string::npos) << message;
+            EXPECT_NE(message.find("ignore y and z"), std::string::npos) << message;
+        }
     }
 }
 
@@ -177,7 +194,10 @@ TEST_F(WorkgroupDefaultsTest, SetWorkgroupFollowsTheSameRules)
     auto algorithm = grid.algorithm;
     algorithm->setWorkgroup({ 5, 0, 0 });
     EXPECT_EQ(algorithm->getWorkgroup(), (kp::Workgroup{ 5, 1, 1 }));
-    algorithm->setWorkgroup({ 0, 4, 4 }, 9);
+    algorithm->setWorkgroup({ 0, 1, 1 }, 9);
+    EXPECT_EQ(algorithm->getWorkgroup(), (kp::Workgroup{ 9, 1, 1 }));
+    // x = 0 with y or z above 1 would drop them: refused, nothing changed.
+    EXPECT_THROW(algorithm->setWorkgroup({ 0, 4, 4 }, 9), kp::Error);
     EXPECT_EQ(algorithm->getWorkgroup(), (kp::Workgroup{ 9, 1, 1 }));
     algorithm->setWorkgroup({ 0, 0, 0 });
     EXPECT_EQ(algorithm->getWorkgroup(), (kp::Workgroup{ 1, 1, 1 }));

@@ -172,8 +172,10 @@ class Algorithm
     bool isInit() const;
 
     /** Group counts for the next recorded dispatch. x = 0 means
-     * (minSize, 1, 1); y or z = 0 means 1. Throws beyond the device's
-     * maxComputeWorkGroupCount. No pipeline rebuild is needed. */
+     * (minSize, 1, 1), as upstream, and then y and z must be 0 or 1 (a
+     * larger one would be ignored: that throws); with x > 0, a y or z of 0
+     * means 1. Throws beyond the device's maxComputeWorkGroupCount. No
+     * pipeline rebuild is needed. */
     void setWorkgroup(const Workgroup& workgroup, uint32_t minSize = 1);
     const Workgroup& getWorkgroup() const { return mWorkgroup; }
 
@@ -228,6 +230,9 @@ class Algorithm
     vk::AccessFlags getBindingAccess(uint32_t binding) const;
 
   private:
+    // OpMult checks the algorithm's device before it rebuilds it.
+    friend class OpMult;
+
     static std::shared_ptr<internal::Device> contextOf(
       const std::shared_ptr<vk::Device>& device,
       const std::vector<std::shared_ptr<Memory>>& memObjects);

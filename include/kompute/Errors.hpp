@@ -24,10 +24,52 @@ class VulkanError : public Error
   public:
     VulkanError(vk::Result result, const std::string& action);
     vk::Result result() const noexcept { return mResult; }
+    /** "VK_ERROR_OUT_OF_DEVICE_MEMORY": the name in the specification. */
+    static std::string resultName(vk::Result result);
+
+  protected:
+    /** For errors found before the driver is called: `message` as it is. */
+    struct Verbatim
+    {
+    };
+    VulkanError(vk::Result result, const std::string& message, Verbatim);
 
   private:
     vk::Result mResult;
 };
+
+/** Device or host memory ran out (VK_ERROR_OUT_OF_DEVICE_MEMORY or
+ * VK_ERROR_OUT_OF_HOST_MEMORY), or an allocation is larger than its memory
+ * heap or maxMemoryAllocationSize, which Kompute refuses before the driver
+ * sees it (ours). */
+class OutOfMemoryError : public VulkanError
+{
+  public:
+    using VulkanError::VulkanError;
+    /** An allocation refused before the driver was called (result
+     * VK_ERROR_OUT_OF_DEVICE_MEMORY); `message` says why. */
+    static OutOfMemoryError beforeDriver(const std::string& message);
+
+  private:
+    OutOfMemoryError(vk::Result result, const std::string& message, Verbatim verbatim)
+      : VulkanError(result, message, verbatim)
+    {
+    }
+};
+
+/** The device was lost (VK_ERROR_DEVICE_LOST): a shader may have faulted
+ * or run too long. The Manager must be destroyed and created again (ours). */
+class DeviceLostError : public VulkanError
+{
+  public:
+    using VulkanError::VulkanError;
+};
+
+/** Throws the VulkanError for `result` failing at `action`: an
+ * OutOfMemoryError or DeviceLostError where the result is one of theirs
+ * (ours; what every checked Vulkan call of Kompute throws). */
+[[noreturn]] void
+throwVulkanError(vk::Result result, const std::string& action);
 
 /** An object was used after it (or the Manager that made it) was destroyed. */
 class DestroyedError : public Error

@@ -3,7 +3,9 @@
 #pragma once
 
 #include "kompute/Algorithm.hpp"
+#include "kompute/Capabilities.hpp"
 #include "kompute/Core.hpp"
+#include "kompute/DeviceInfo.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/Half.hpp"
 #include "kompute/Image.hpp"

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kompute/Algorithm.hpp"
+#include "kompute/Capabilities.hpp"
+#include "kompute/DeviceInfo.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Image.hpp"
 #include "kompute/Memory.hpp"
@@ -80,6 +82,25 @@ class Manager
             const std::vector<uint32_t>& familyQueueIndices = {},
             const std::vector<std::string>& desiredExtensions = {});
     /**
+     * The same, with device features asked for (ours). Kompute enables every
+     * optional capability of its table that the device supports (see
+     * capabilities()); `desiredFeatures` and its pNext chain are merged into
+     * that, not put in its place: members of VkPhysicalDeviceFeatures and
+     * VkPhysicalDeviceVulkan11/12/13Features are passed through, and the
+     * extension feature structures of the table (cooperative matrices,
+     * atomics, bfloat16, ...) are enabled together with their extensions.
+     * A feature of the table the device lacks, or a structure Kompute does
+     * not know, throws kp::Error before the device is created.
+     *
+     *     vk::PhysicalDeviceFeatures2 features;
+     *     features.features.robustBufferAccess = VK_TRUE;
+     *     kp::Manager mgr(0, {}, {}, features);
+     */
+    Manager(uint32_t physicalDeviceIndex,
+            const std::vector<uint32_t>& familyQueueIndices,
+            const std::vector<std::string>& desiredExtensions,
+            const vk::PhysicalDeviceFeatures2& desiredFeatures);
+    /**
      * Bring your own Vulkan: uses the given instance and device, creates
      * one queue handle of the first compute family of the device (which must
      * have been created with a queue of that family), and never destroys
@@ -94,6 +115,21 @@ class Manager
             std::shared_ptr<vk::PhysicalDevice> physicalDevice,
             std::shared_ptr<vk::Device> device,
             const std::vector<uint32_t>& familyQueueIndices);
+    /**
+     * BYOV with what the application enabled on its device (ours): the
+     * device extensions and the feature chain given to vkCreateDevice (the
+     * VkPhysicalDeviceFeatures2 of its pNext, or one holding its
+     * pEnabledFeatures). Shaders that need those features are then accepted;
+     * with the other BYOV constructors only what every device has is.
+     * Empty familyQueueIndices: the first compute family. Nothing given is
+     * enabled by Kompute: it only records what the application did.
+     */
+    Manager(std::shared_ptr<vk::Instance> instance,
+            std::shared_ptr<vk::PhysicalDevice> physicalDevice,
+            std::shared_ptr<vk::Device> device,
+            const std::vector<uint32_t>& familyQueueIndices,
+            const std::vector<std::string>& enabledExtensions,
+            const vk::PhysicalDeviceFeatures2& enabledFeatures);
 
     Manager(const Manager&) = delete;
     Manager(Manager&&) = delete;
@@ -342,6 +378,16 @@ class Manager
     MemoryStats memoryStats() const;
     /** Shader modules and pipelines created, and pipelines alive. */
     PipelineStats pipelineStats() const;
+    /** What the device supports and what is enabled on it (ours): every
+     * row of the capability table, the cooperative-matrix shapes, subgroup
+     * sizes, integer dot-product acceleration and more, reduced by
+     * KOMPUTE_ENV_DISABLE. A copy; it does not change while the Manager
+     * lives. */
+    DeviceCapabilities capabilities() const;
+    /** This Manager's device described as kompute-info describes devices
+     * (kp::describeDevice), with what this Manager enabled (ours; Python's
+     * get_device_properties()). */
+    JsonValue deviceDescription() const;
 
     /**
      * How the waits of this manager's sequences (eval(), evalAwait(), the
@@ -359,6 +405,14 @@ class Manager
     static constexpr uint64_t kDefaultAutoSpinLimitNs = 100'000;
 
   private:
+    void createDevice(uint32_t physicalDeviceIndex,
+                      const std::vector<uint32_t>& familyQueueIndices,
+                      const std::vector<std::string>& desiredExtensions,
+                      const vk::PhysicalDeviceFeatures2* desiredFeatures);
+    void adoptDevice(const std::vector<uint32_t>& familyQueueIndices,
+                     const std::vector<std::string>& enabledExtensions,
+                     const vk::PhysicalDeviceFeatures2* enabledFeatures);
+
     /** The device context; throws kp::DestroyedError after destroy(). */
     std::shared_ptr<internal::Device> device() const;
 

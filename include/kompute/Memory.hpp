@@ -22,6 +22,7 @@ namespace internal {
 class Device;
 class BatchReferences;
 struct Allocation;
+struct MemoryInternals;
 /** The device context of a memory object (for the kernel library, which
  * builds its operations' algorithms on it and checks that their tensors
  * share one Manager). */
@@ -231,6 +232,8 @@ class Memory
     // OpCopy copies tensors with a shader where that is faster.
     friend class Algorithm;
     friend class OpCopy;
+    // The operations check that their objects share one device.
+    friend struct internal::MemoryInternals;
     friend std::shared_ptr<internal::Device> internal::deviceOf(const Memory& memory);
 
     Memory(std::shared_ptr<internal::Device> device,

@@ -26,8 +26,10 @@ error, critical, off) decides, and the default is warn.
 
 Errors: every error of the C++ side raises :class:`Error` (a RuntimeError),
 or its subclasses :class:`DestroyedError` (an object used after it or its
-Manager was destroyed) and :class:`VulkanError`; bad Python arguments raise
-TypeError or ValueError.
+Manager was destroyed) and :class:`VulkanError` (with ``.code`` and
+``.result``), itself the base of :class:`OutOfMemoryError` (also a
+MemoryError) and :class:`DeviceLostError`; bad Python arguments raise
+TypeError or ValueError (complex or object arrays: TypeError).
 """
 
 import enum as _enum
@@ -40,6 +42,7 @@ from ._kp import (  # noqa: F401  (re-exported API)
     Algorithm,
     DataTypes,
     DestroyedError,
+    DeviceLostError,
     Error,
     Image,
     ImageTiling,
@@ -53,6 +56,7 @@ from ._kp import (  # noqa: F401  (re-exported API)
     OpMult,
     OpSyncDevice,
     OpSyncLocal,
+    OutOfMemoryError,
     Sequence,
     Shader,
     Tensor,
@@ -84,7 +88,7 @@ __version__: str = getattr(_kp, "__version__")
 """The version of Kompute (the CMake project version)."""
 
 # Raised by the extension; shown as kp.Error, ... in tracebacks.
-for _error in (Error, DestroyedError, VulkanError):
+for _error in (Error, DestroyedError, VulkanError, OutOfMemoryError, DeviceLostError):
     _error.__module__ = "kp"
 del _error
 

@@ -131,8 +131,8 @@ nb::object bfloat16Dtype();
 
 /** bfloat16 bits (a uint16 array of the same shape) of `data`: floats are
  * rounded to nearest even; uint16 or ml_dtypes.bfloat16 arrays are taken as
- * the bits. */
-nb::object bfloat16Bits(nb::handle data);
+ * the bits. Complex and object data throw TypeError naming `what`. */
+nb::object bfloat16Bits(nb::handle data, const char* what);
 
 /** An image holding a copy of `data` (anything numpy.ascontiguousarray
  * accepts): a flat array of width x height x channels elements, or an

@@ -43,62 +43,116 @@ chaining(nb::handle self, Work&& work)
 PyObject* gError = nullptr;
 PyObject* gDestroyedError = nullptr;
 PyObject* gVulkanError = nullptr;
+PyObject* gOutOfMemoryError = nullptr;
+PyObject* gDeviceLostError = nullptr;
 
-// --- Device information --------------------------------------------------
-
-std::string
-versionString(uint32_t version)
+/** Raises `type` with `message`; Vulkan errors carry the result code as
+ * `.code` (the VkResult value) and `.result` (its name). */
+void
+raise(PyObject* type, const char* message, std::optional<vk::Result> result = std::nullopt)
 {
-    return std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
-           std::to_string(VK_API_VERSION_MINOR(version)) + "." +
-           std::to_string(VK_API_VERSION_PATCH(version));
+    if (!result) {
+        PyErr_SetString(type, message);
+        return;
+    }
+    PyObject* error = PyObject_CallFunction(type, "s", message);
+    if (error == nullptr) {
+        return; // the call set the Python error
+    }
+    PyObject* name = PyUnicode_FromString(kp::VulkanError::resultName(*result).c_str());
+    PyObject* code = PyLong_FromLong(static_cast<long>(*result));
+    if (name != nullptr && code != nullptr) {
+        PyObject_SetAttrString(error, "result", name);
+        PyObject_SetAttrString(error, "code", code);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(code);
+    PyErr_SetObject(type, error);
+    Py_DECREF(error);
 }
 
-const char*
-deviceTypeName(vk::PhysicalDeviceType type)
+PyObject*
+vulkanErrorType(vk::Result result)
 {
-    switch (type) {
-        case vk::PhysicalDeviceType::eIntegratedGpu: return "integrated_gpu";
-        case vk::PhysicalDeviceType::eDiscreteGpu: return "discrete_gpu";
-        case vk::PhysicalDeviceType::eVirtualGpu: return "virtual_gpu";
-        case vk::PhysicalDeviceType::eCpu: return "cpu";
-        default: return "other";
+    switch (result) {
+        case vk::Result::eErrorOutOfDeviceMemory:
+        case vk::Result::eErrorOutOfHostMemory:
+            return gOutOfMemoryError;
+        case vk::Result::eErrorDeviceLost:
+            return gDeviceLostError;
+        default:
+            return gVulkanError;
     }
 }
 
-nb::tuple
-triple(const vk::ArrayWrapper1D<uint32_t, 3>& values)
+/** Sets the Python error for Kompute's exceptions; others propagate (to
+ * nanobind's own translation). */
+void
+translateError(const std::exception_ptr& p)
 {
-    return nb::make_tuple(values[0], values[1], values[2]);
+    try {
+        std::rethrow_exception(p);
+    } catch (const DestroyedError& e) {
+        raise(gDestroyedError, e.what());
+    } catch (const VulkanError& e) {
+        raise(vulkanErrorType(e.result()), e.what(), e.result());
+    } catch (const Error& e) {
+        raise(gError, e.what());
+    } catch (const vk::SystemError& e) {
+        auto result = static_cast<vk::Result>(e.code().value());
+        raise(vulkanErrorType(result), e.what(), result);
+    }
 }
 
-nb::dict
-deviceDict(vk::PhysicalDevice physicalDevice, const vk::PhysicalDeviceProperties& properties)
+// --- Device information --------------------------------------------------
+
+/** The Python value of a JSON value: dict, list, int, float, str, bool or
+ * None. */
+nb::object
+toPython(const kp::JsonValue& value)
 {
-    const vk::PhysicalDeviceLimits& limits = properties.limits;
-    vk::PhysicalDeviceFeatures features = physicalDevice.getFeatures();
-    nb::dict info;
-    // Upstream's keys.
-    info["device_name"] = std::string(properties.deviceName.data());
-    info["max_work_group_count"] = triple(limits.maxComputeWorkGroupCount);
-    info["max_work_group_invocations"] = limits.maxComputeWorkGroupInvocations;
-    info["max_work_group_size"] = triple(limits.maxComputeWorkGroupSize);
-    info["max_push_constants_size"] = limits.maxPushConstantsSize;
-    info["timestamps_supported"] = static_cast<bool>(limits.timestampComputeAndGraphics);
-    // Ours.
-    info["device_type"] = deviceTypeName(properties.deviceType);
-    info["vendor_id"] = properties.vendorID;
-    info["device_id"] = properties.deviceID;
-    info["api_version"] = versionString(properties.apiVersion);
-    info["driver_version"] = properties.driverVersion;
-    info["timestamp_period"] = limits.timestampPeriod;
-    info["max_storage_buffer_range"] = limits.maxStorageBufferRange;
-    info["max_compute_shared_memory_size"] = limits.maxComputeSharedMemorySize;
-    info["min_storage_buffer_offset_alignment"] =
-      static_cast<uint64_t>(limits.minStorageBufferOffsetAlignment);
-    info["shader_float64"] = static_cast<bool>(features.shaderFloat64);
-    info["shader_int64"] = static_cast<bool>(features.shaderInt64);
-    info["shader_int16"] = static_cast<bool>(features.shaderInt16);
+    if (value.isNull()) {
+        return nb::none();
+    }
+    if (value.isBool()) {
+        return nb::bool_(value.asBool());
+    }
+    if (value.isInt()) {
+        return nb::int_(value.asInt());
+    }
+    if (value.isUnsigned()) {
+        return nb::int_(value.asUnsigned());
+    }
+    if (value.isDouble()) {
+        return nb::float_(value.asDouble());
+    }
+    if (value.isString()) {
+        return nb::str(value.asString().c_str());
+    }
+    if (value.isArray()) {
+        nb::list list;
+        for (const auto& item : value.items()) {
+            list.append(toPython(item));
+        }
+        return list;
+    }
+    nb::dict dict;
+    for (const auto& [key, member] : value.members()) {
+        dict[key.c_str()] = toPython(member);
+    }
+    return dict;
+}
+
+/** A device description (kp::describeDevice) as a dict; upstream's sizes
+ * are tuples, as upstream's module returns them. */
+nb::dict
+deviceDict(const kp::JsonValue& description)
+{
+    nb::dict info = nb::cast<nb::dict>(toPython(description));
+    for (const char* key : { "max_work_group_count", "max_work_group_size" }) {
+        nb::object list = info[key];
+        info[key] = nb::steal(PySequence_Tuple(list.ptr()));
+    }
     return info;
 }
 
@@ -177,14 +231,10 @@ setPythonError(std::exception_ptr error) noexcept
         std::rethrow_exception(error);
     } catch (nb::python_error& e) {
         e.restore();
-    } catch (const DestroyedError& e) {
-        PyErr_SetString(gDestroyedError, e.what());
-    } catch (const VulkanError& e) {
-        PyErr_SetString(gVulkanError, e.what());
-    } catch (const Error& e) {
-        PyErr_SetString(gError, e.what());
-    } catch (const vk::SystemError& e) {
-        PyErr_SetString(gVulkanError, e.what());
+    } catch (const Error&) {
+        translateError(error);
+    } catch (const vk::SystemError&) {
+        translateError(error);
     } catch (const std::exception& e) {
         PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (...) {
@@ -233,26 +283,45 @@ NB_MODULE(_kp, m)
       nullptr);
     py::gVulkanError = PyErr_NewExceptionWithDoc(
       vulkanName.c_str(),
-      "A Vulkan call failed; the message names the VkResult and what was being done.",
+      "A Vulkan call failed; the message names the VkResult and what was being done. "
+      "`code` is the VkResult value (e.g. -2) and `result` its name "
+      "(\"VK_ERROR_OUT_OF_DEVICE_MEMORY\"); both are None on an instance made by hand.",
       py::gError,
       nullptr);
+    std::string outOfMemoryName = moduleName + ".OutOfMemoryError";
+    std::string deviceLostName = moduleName + ".DeviceLostError";
+    // Also a MemoryError, as running out of memory is elsewhere in Python.
+    PyObject* outOfMemoryBases = PyTuple_Pack(2, py::gVulkanError, PyExc_MemoryError);
+    py::gOutOfMemoryError = PyErr_NewExceptionWithDoc(
+      outOfMemoryName.c_str(),
+      "Device or host memory ran out (VK_ERROR_OUT_OF_DEVICE_MEMORY or "
+      "VK_ERROR_OUT_OF_HOST_MEMORY), or an allocation exceeds its memory heap or "
+      "maxMemoryAllocationSize (refused before the driver sees it). A VulkanError and a "
+      "MemoryError.",
+      outOfMemoryBases,
+      nullptr);
+    Py_DECREF(outOfMemoryBases);
+    py::gDeviceLostError = PyErr_NewExceptionWithDoc(
+      deviceLostName.c_str(),
+      "The device was lost (VK_ERROR_DEVICE_LOST): a shader may have faulted or run too "
+      "long. Destroy the Manager and create a new one.",
+      py::gVulkanError,
+      nullptr);
+    PyObject_SetAttrString(py::gVulkanError, "result", Py_None);
+    PyObject_SetAttrString(py::gVulkanError, "code", Py_None);
     m.attr("Error") = nb::handle(py::gError);
     m.attr("DestroyedError") = nb::handle(py::gDestroyedError);
     m.attr("VulkanError") = nb::handle(py::gVulkanError);
+    m.attr("OutOfMemoryError") = nb::handle(py::gOutOfMemoryError);
+    m.attr("DeviceLostError") = nb::handle(py::gDeviceLostError);
 
-    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-        try {
-            std::rethrow_exception(p);
-        } catch (const kp::DestroyedError& e) {
-            PyErr_SetString(py::gDestroyedError, e.what());
-        } catch (const kp::VulkanError& e) {
-            PyErr_SetString(py::gVulkanError, e.what());
-        } catch (const kp::Error& e) {
-            PyErr_SetString(py::gError, e.what());
-        } catch (const vk::SystemError& e) {
-            PyErr_SetString(py::gVulkanError, e.what());
-        }
-    });
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) { translateError(p); });
+    m.def(
+      "_throw_vulkan_error",
+      [](int code, const std::string& action) { kp::throwVulkanError(static_cast<vk::Result>(code), action); },
+      "code"_a,
+      "action"_a,
+      "Raises the error Kompute raises when a Vulkan call returns `code` (for tests).");
 
     // --- Logging (used by kp/__init__.py) ------------------------------------
 
@@ -1005,10 +1074,9 @@ NB_MODULE(_kp, m)
         "list_devices",
         [](kp::Manager& self) {
             nb::list devices;
-            for (const vk::PhysicalDevice& device : self.listDevices()) {
-                nb::dict info = deviceDict(device, device.getProperties());
-                info["index"] = devices.size();
-                devices.append(info);
+            auto count = static_cast<uint32_t>(self.listDevices().size());
+            for (uint32_t i = 0; i < count; ++i) {
+                devices.append(deviceDict(kp::describeDevice(i)));
             }
             return devices;
         },
@@ -1018,18 +1086,19 @@ NB_MODULE(_kp, m)
         "plus 'index', the value to give Manager(device=...)).")
       .def(
         "get_device_properties",
-        [](kp::Manager& self) {
-            vk::PhysicalDeviceProperties properties = self.getDeviceProperties();
-            return deviceDict(*self.getVkPhysicalDevice(), properties);
-        },
+        [](kp::Manager& self) { return deviceDict(self.deviceDescription()); },
         nb::sig("def get_device_properties(self) -> dict[str, typing.Any]"),
         keepGil,
-        "This manager's device: device_name, device_type, api_version ('major.minor.patch'), "
-        "vendor_id, device_id, driver_version, max_work_group_count, "
-        "max_work_group_invocations, max_work_group_size, max_push_constants_size, "
-        "max_storage_buffer_range, max_compute_shared_memory_size, "
-        "min_storage_buffer_offset_alignment, timestamps_supported, timestamp_period "
-        "(nanoseconds per tick), shader_float64, shader_int64, shader_int16.")
+        "This manager's device, with the fields of `kompute-info --json` (one C++ function "
+        "makes both): upstream's device_name, max_work_group_count, max_work_group_invocations, "
+        "max_work_group_size, max_push_constants_size, timestamps_supported; and device_type, "
+        "vendor, vendor_id, device_id, api_version, driver_name, driver_version(_text), "
+        "timestamp_period (nanoseconds per tick), queue_families, memory_heaps, memory_types, "
+        "limits, subgroup, arithmetic, storage, atomics, integer_dot_product, "
+        "cooperative_matrix (with its shapes), float_controls, timeline_semaphore, features "
+        "(every row of the capability table: supported / enabled), enabled_extensions, "
+        "disabled (KOMPUTE_ENV_DISABLE) and fast_paths. 'enabled' is what this manager "
+        "enabled.")
       .def(
         "memory_stats",
         [](kp::Manager& self) { return memoryStatsDict(self.memoryStats()); },

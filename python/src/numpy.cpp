@@ -105,13 +105,45 @@ class BufferView
     Py_buffer mView{};
 };
 
-/** A C-contiguous numpy array of `data` in native byte order. */
+/** Throws TypeError when `array`'s elements are not numbers Kompute can
+ * store: numpy would drop the imaginary part of complex numbers, or call
+ * float() on arbitrary objects, without a word. */
+void
+checkNumeric(nb::handle array, const char* what)
+{
+    nb::object dtype = array.attr("dtype");
+    std::string kind = nb::cast<std::string>(dtype.attr("kind"));
+    const char* problem = nullptr;
+    if (kind == "c") {
+        problem = "holds complex numbers, whose imaginary part would be lost; pass .real, "
+                  ".imag or np.abs() of it, or view it as pairs of floats";
+    } else if (kind == "O") {
+        problem = "holds Python objects; convert it to a numeric dtype first "
+                  "(np.asarray(x, dtype=...))";
+    } else if (kind == "U" || kind == "S") {
+        problem = "holds strings";
+    } else if (kind == "M" || kind == "m") {
+        problem = "holds dates or time spans; convert them to integers first";
+    }
+    if (problem != nullptr) {
+        throw nb::type_error((std::string(what) + ": numpy dtype " +
+                              nb::cast<std::string>(nb::str(dtype.attr("name"))) +
+                              " is not supported: the data " + problem)
+                               .c_str());
+    }
+}
+
+/** A C-contiguous numpy array of `data` in native byte order, converted to
+ * `dtype` if given. Complex, object, string and date data throw TypeError
+ * (`what` names the call). */
 nb::object
-contiguousArray(nb::handle data, nb::handle dtype = nb::handle())
+contiguousArray(nb::handle data, const char* what, nb::handle dtype = nb::handle())
 {
     nb::module_ np = numpy();
-    nb::object array = dtype.is_valid() ? np.attr("ascontiguousarray")(data, nb::arg("dtype") = dtype)
-                                        : np.attr("ascontiguousarray")(data);
+    nb::object given = np.attr("asarray")(data);
+    checkNumeric(given, what);
+    nb::object array = dtype.is_valid() ? np.attr("ascontiguousarray")(given, nb::arg("dtype") = dtype)
+                                        : np.attr("ascontiguousarray")(given);
     nb::object arrayDtype = array.attr("dtype");
     if (nb::cast<std::string>(arrayDtype.attr("byteorder")) == ">") {
         array = np.attr("ascontiguousarray")(
@@ -166,16 +198,16 @@ numpyDtypeName(Memory::DataTypes dataType)
 }
 
 nb::object
-bfloat16Bits(nb::handle data)
+bfloat16Bits(nb::handle data, const char* what)
 {
     nb::module_ np = numpy();
     nb::object given = np.attr("asarray")(data);
     std::string name = nb::cast<std::string>(nb::str(given.attr("dtype").attr("name")));
     if (name == "uint16" || name == "bfloat16") {
         // Raw bits already (or ml_dtypes' bfloat16, whose bytes they are).
-        return contiguousArray(given.attr("view")("uint16"));
+        return contiguousArray(given.attr("view")("uint16"), what);
     }
-    nb::object floats = contiguousArray(given, np.attr("float32"));
+    nb::object floats = contiguousArray(given, what, np.attr("float32"));
     nb::object bits = np.attr("empty")(floats.attr("shape"), nb::arg("dtype") = "uint16");
     BufferView in(floats, PyBUF_C_CONTIGUOUS, "bfloat16 conversion");
     BufferView out(bits, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "bfloat16 conversion");
@@ -198,10 +230,10 @@ tensorFromPython(Manager& manager,
     const char* what = asFloat32 ? "Manager.tensor()" : "Manager.tensor_t()";
     nb::object array;
     if (asFloat32) {
-        array = contiguousArray(data, numpy().attr("float32"));
+        array = contiguousArray(data, what, numpy().attr("float32"));
     } else if (dtype.is_valid() && !dtype.is_none() &&
                dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
-        array = bfloat16Bits(data);
+        array = bfloat16Bits(data, what);
     } else if (dtype.is_valid() && !dtype.is_none()) {
         DataTypes wanted = dataTypeFromPython(dtype, what);
         const char* name = numpyDtypeName(wanted);
@@ -210,9 +242,9 @@ tensorFromPython(Manager& manager,
                                                       "kp.DataTypes value other than custom")
                                    .c_str());
         }
-        array = contiguousArray(data, nb::str(name));
+        array = contiguousArray(data, what, nb::str(name));
     } else {
-        array = contiguousArray(data);
+        array = contiguousArray(data, what);
     }
     DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
     if (dtype.is_valid() && !dtype.is_none() && dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
@@ -272,8 +304,8 @@ imageFromPython(Manager& manager,
                 bool asFloat32)
 {
     const char* what = asFloat32 ? "Manager.image()" : "Manager.image_t()";
-    nb::object array = asFloat32 ? contiguousArray(data, numpy().attr("float32"))
-                                 : contiguousArray(data);
+    nb::object array = asFloat32 ? contiguousArray(data, what, numpy().attr("float32"))
+                                 : contiguousArray(data, what);
     DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
     std::vector<size_t> shape = nb::cast<std::vector<size_t>>(array.attr("shape"));
     uint32_t w = 0;
@@ -437,12 +469,12 @@ dtypeOf(const Memory& memory)
 /** `values` as a contiguous array of the object's element type (floats
  * rounded to bfloat16 bits for eBFloat16). */
 nb::object
-valuesFor(const Memory& memory, nb::handle values)
+valuesFor(const Memory& memory, nb::handle values, const char* what)
 {
     if (memory.dataType() == DataTypes::eBFloat16) {
-        return bfloat16Bits(values);
+        return bfloat16Bits(values, what);
     }
-    return contiguousArray(values, dtypeOf(memory));
+    return contiguousArray(values, what, dtypeOf(memory));
 }
 
 NdArray
@@ -499,7 +531,7 @@ memorySetData(nb::handle self, nb::handle values)
 {
     Memory& memory = memoryOf(self);
     memory.checkInit("Tensor.set_data()");
-    nb::object array = valuesFor(memory, values);
+    nb::object array = valuesFor(memory, values, "Tensor.set_data()");
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.set_data()");
     memory.setData(view.data(), view.size());
 }
@@ -509,7 +541,7 @@ tensorUpload(nb::handle self, nb::handle values)
 {
     auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
     tensor.checkInit("Tensor.upload()");
-    nb::object array = valuesFor(tensor, values);
+    nb::object array = valuesFor(tensor, values, "Tensor.upload()");
     BufferView view(array, PyBUF_C_CONTIGUOUS, "Tensor.upload()");
     // The array stays referenced (and its buffer held) while the GIL is
     // released for the copies and the transfer.
@@ -557,7 +589,7 @@ constantsFromPython(nb::handle values, const char* what)
            nb::cast<std::string>(nb::str(values.type().attr("__name__"))))
             .c_str());
     }
-    nb::object array = contiguousArray(values);
+    nb::object array = contiguousArray(values, what);
     nb::object dtype = array.attr("dtype");
     std::string kind = nb::cast<std::string>(dtype.attr("kind"));
     size_t itemSize = nb::cast<size_t>(dtype.attr("itemsize"));

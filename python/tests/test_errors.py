@@ -123,3 +123,90 @@ def test_errors_carry_vulkan_free_messages_into_python(mgr):
     with pytest.raises(kp.Error) as info:
         mgr.sequence(7)
     assert str(info.value)
+
+
+# --- Inputs that used to crash or succeed silently ----------------------------------
+
+
+def test_vulkan_error_types_and_codes():
+    assert issubclass(kp.OutOfMemoryError, kp.VulkanError)
+    assert issubclass(kp.OutOfMemoryError, MemoryError)
+    assert issubclass(kp.DeviceLostError, kp.VulkanError)
+    assert issubclass(kp.VulkanError, kp.Error)
+    assert kp.OutOfMemoryError.__module__ == "kp"
+    with pytest.raises(kp.DeviceLostError, match="Waiting for the GPU") as lost:
+        kp._kp._throw_vulkan_error(-4, "Waiting for the GPU")
+    assert (lost.value.code, lost.value.result) == (-4, "VK_ERROR_DEVICE_LOST")
+    with pytest.raises(kp.OutOfMemoryError) as oom:
+        kp._kp._throw_vulkan_error(-1, "Allocating")
+    assert (oom.value.code, oom.value.result) == (-1, "VK_ERROR_OUT_OF_HOST_MEMORY")
+    with pytest.raises(kp.VulkanError) as other:
+        kp._kp._throw_vulkan_error(-3, "Initializing")
+    assert type(other.value) is kp.VulkanError
+    assert (other.value.code, other.value.result) == (-3, "VK_ERROR_INITIALIZATION_FAILED")
+    # Made by hand: no code.
+    assert kp.VulkanError("x").code is None
+
+
+def test_tensor_larger_than_its_heap_is_out_of_memory(mgr):
+    caps = mgr.get_device_properties()
+    heaps = [h["size"] for h in caps["memory_heaps"] if "device_local" in h["flags"]]
+    limit = min(max(heaps), caps["limits"]["max_memory_allocation_size"])
+    count = (limit + (64 << 20)) // 4
+    if count * 4 >= 4 << 30:
+        pytest.skip("the device's limits are beyond what one tensor holds")
+    # np.zeros is not written to: no host memory is used for it.
+    data = np.zeros(count, dtype=np.float32)
+    with pytest.raises(kp.OutOfMemoryError, match="before the driver") as error:
+        mgr.tensor_t(data)
+    assert error.value.result == "VK_ERROR_OUT_OF_DEVICE_MEMORY"
+    assert error.value.code == -2
+    with pytest.raises(MemoryError):
+        mgr.tensor_t(data, kp.MemoryTypes.storage)
+    tensor = mgr.tensor([1, 2])
+    mgr.sequence().eval(kp.OpSyncDevice([tensor])).eval(kp.OpSyncLocal([tensor]))
+    assert tensor.data().tolist() == [1, 2]
+
+
+def test_objects_of_two_managers_in_one_operation_raise(mgr):
+    with kp.Manager() as other:
+        mine = mgr.tensor([1, 2, 3])
+        theirs = other.tensor([4, 5, 6])
+        for op in (kp.OpCopy, kp.OpSyncDevice, kp.OpSyncLocal):
+            with pytest.raises(kp.Error, match="belongs to another Manager"):
+                op([mine, theirs])
+        with pytest.raises(kp.Error, match="belongs to another Manager"):
+            kp.OpMult([mine, theirs, mine], mgr.algorithm())
+        with pytest.raises(kp.Error, match="another Manager"):
+            mgr.algorithm([mine, theirs], compile_cached(MULTIPLY))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([1 + 5j, 2, 3]),
+        [1 + 5j, 2.0, 3.0],
+        np.array([1, "a", 2], dtype=object),
+        np.array([1.0, 2.0, 3.0], dtype=object),
+        np.array(["1", "2", "3"]),
+    ],
+    ids=["complex-array", "complex-list", "object-mixed", "object-floats", "strings"],
+)
+def test_complex_and_object_data_is_a_type_error(mgr, values):
+    with pytest.raises(TypeError, match=r"Manager\.tensor\(\)"):
+        mgr.tensor(values)
+    with pytest.raises(TypeError, match=r"Manager\.tensor_t\(\)"):
+        mgr.tensor_t(values)
+    tensor = mgr.tensor([7, 8, 9])
+    with pytest.raises(TypeError, match=r"Tensor\.set_data\(\)"):
+        tensor.set_data(values)
+    with pytest.raises(TypeError, match=r"Tensor\.upload\(\)"):
+        tensor.upload(values)
+    assert tensor.data().tolist() == [7, 8, 9]  # nothing was changed
+
+
+def test_complex_data_names_what_would_be_lost(mgr):
+    with pytest.raises(TypeError, match="imaginary part"):
+        mgr.tensor(np.array([1 + 5j]))
+    with pytest.raises(TypeError, match="Python objects"):
+        mgr.tensor(np.array([None, 1], dtype=object))

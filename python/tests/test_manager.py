@@ -49,6 +49,53 @@ def test_list_devices(mgr):
     assert mgr.get_device_properties()["device_name"] in names
 
 
+# The sections of kompute-info's JSON (tools/kompute-info; checked against the
+# program by test/kompute_info_check.py).
+KOMPUTE_INFO_KEYS = {
+    "index", "vendor", "driver_name", "driver_version_text", "queue_families",
+    "memory_heaps", "memory_types", "limits", "subgroup", "arithmetic", "storage",
+    "atomics", "integer_dot_product", "cooperative_matrix", "float_controls",
+    "timeline_semaphore", "features", "enabled_extensions", "disabled", "fast_paths",
+}
+
+
+def test_device_properties_have_kompute_infos_fields(mgr):
+    properties = mgr.get_device_properties()
+    assert KOMPUTE_INFO_KEYS <= set(properties)
+    # Made by the same function as list_devices() (and kompute-info): same keys.
+    listed = mgr.list_devices()[properties["index"]]
+    assert set(listed) == set(properties)
+    assert listed["device_name"] == properties["device_name"]
+    assert properties["max_work_group_count"] == tuple(properties["limits"]["max_compute_work_group_count"])
+    assert any("compute" in f["flags"] for f in properties["queue_families"])
+    assert all(h["size"] > 0 for h in properties["memory_heaps"])
+    assert properties["subgroup"]["size"] >= 1
+    float16 = properties["features"]["shaderFloat16"]
+    assert float16["vulkan"].endswith("::shaderFloat16")
+    assert float16["enabled"] == properties["arithmetic"]["float16"]
+    cooperative = properties["cooperative_matrix"]
+    assert cooperative["khr"] == bool(cooperative["khr_shapes"])
+    assert properties["fast_paths"]["copy"] in ("shader", "copy command")
+
+
+def test_disabled_capabilities_show_and_refuse_shaders(monkeypatch):
+    monkeypatch.setenv("KOMPUTE_ENV_DISABLE", "float16,coopmat")
+    with kp.Manager() as manager:
+        properties = manager.get_device_properties()
+        assert properties["disabled"] == ["float16", "coopmat"]
+        assert properties["features"]["shaderFloat16"]["enabled"] is False
+        assert properties["arithmetic"]["float16"] is False
+        source = """
+#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 1) in;
+layout(binding = 0) buffer B { float v[]; };
+void main() { v[0] = float(float16_t(v[0]) * float16_t(2.0)); }
+"""
+        with pytest.raises(kp.Error, match="Float16.*shaderFloat16.*KOMPUTE_ENV_DISABLE=float16"):
+            manager.algorithm([manager.tensor([1])], kp.compile_source(source))
+
+
 def test_device_index_out_of_range_raises(mgr):
     count = len(mgr.list_devices())
     with pytest.raises(kp.Error, match=r"[Dd]evice index %d is out of range" % count):

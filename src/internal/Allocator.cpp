@@ -118,6 +118,11 @@ Allocator::Allocator(vk::PhysicalDevice physicalDevice,
   , mDedicatedOnly(dedicatedOnly)
   , mMemoryProperties(physicalDevice.getMemoryProperties())
   , mNonCoherentAtomSize(physicalDevice.getProperties().limits.nonCoherentAtomSize)
+  , mMaxAllocationSize(physicalDevice
+                         .getProperties2<vk::PhysicalDeviceProperties2,
+                                         vk::PhysicalDeviceMaintenance3Properties>()
+                         .get<vk::PhysicalDeviceMaintenance3Properties>()
+                         .maxMemoryAllocationSize)
 {
     mPools.resize(mMemoryProperties.memoryTypeCount);
     mStats.resize(mMemoryProperties.memoryTypeCount);
@@ -172,6 +177,63 @@ Allocator::findMemoryType(uint32_t allowedTypeBits,
         }
     }
     return fallback;
+}
+
+vk::DeviceSize
+Allocator::heapAllocatedBytes(uint32_t heap) const
+{
+    vk::DeviceSize total = 0;
+    for (const auto& type : mStats) {
+        if (type.heapIndex == heap) {
+            total += type.allocatedBytes;
+        }
+    }
+    return total;
+}
+
+bool
+Allocator::fits(vk::DeviceSize size, uint32_t memoryTypeIndex) const
+{
+    uint32_t heap = mMemoryProperties.memoryTypes[memoryTypeIndex].heapIndex;
+    vk::DeviceSize heapSize = mMemoryProperties.memoryHeaps[heap].size;
+    vk::DeviceSize used = heapAllocatedBytes(heap);
+    return size <= mMaxAllocationSize && used <= heapSize && size <= heapSize - used;
+}
+
+void
+Allocator::checkFits(vk::DeviceSize size, uint32_t memoryTypeIndex, const char* what) const
+{
+    if (fits(size, memoryTypeIndex)) {
+        return;
+    }
+    uint32_t heap = mMemoryProperties.memoryTypes[memoryTypeIndex].heapIndex;
+    vk::DeviceSize heapSize = mMemoryProperties.memoryHeaps[heap].size;
+    std::string request = format("Allocating {} bytes of {} for {}",
+                                 size,
+                                 flagsName(mMemoryProperties.memoryTypes[memoryTypeIndex].propertyFlags),
+                                 what);
+    if (size > heapSize) {
+        throw OutOfMemoryError::beforeDriver(
+          format("{}: more than its memory heap {} holds ({} bytes); Kompute refuses it before "
+                 "the driver sees it (VK_ERROR_OUT_OF_DEVICE_MEMORY)",
+                 request,
+                 heap,
+                 heapSize));
+    }
+    if (size > mMaxAllocationSize) {
+        throw OutOfMemoryError::beforeDriver(
+          format("{}: more than the device's maxMemoryAllocationSize of {} bytes; Kompute "
+                 "refuses it before the driver sees it (VK_ERROR_OUT_OF_DEVICE_MEMORY)",
+                 request,
+                 mMaxAllocationSize));
+    }
+    throw OutOfMemoryError::beforeDriver(
+      format("{}: memory heap {} holds {} bytes and this Manager already uses {} of them; "
+             "Kompute refuses it before the driver sees it (VK_ERROR_OUT_OF_DEVICE_MEMORY)",
+             request,
+             heap,
+             heapSize,
+             heapAllocatedBytes(heap)));
 }
 
 vk::DeviceMemory
@@ -247,12 +309,12 @@ Allocator::allocate(const vk::MemoryRequirements& requirements,
     auto& stats = mStats[typeIndex];
 
     vk::DeviceSize block = blockSize(typeIndex);
-    if (mDedicatedOnly || size > block / 2) {
-        allocation.memory = allocateDeviceMemory(size, typeIndex, what, &allocation.mapped);
-    } else {
-        auto& pool = mPools[typeIndex][static_cast<size_t>(kind)];
-        vk::DeviceSize offset = 0;
-        MemoryBlock* chosen = nullptr;
+    checkFits(size, typeIndex, what);
+    bool dedicated = mDedicatedOnly || size > block / 2;
+    MemoryBlock* chosen = nullptr;
+    vk::DeviceSize offset = 0;
+    auto& pool = mPools[typeIndex][static_cast<size_t>(kind)];
+    if (!dedicated) {
         for (auto& candidate : pool.blocks) {
             if (candidate->size - candidate->used >= size &&
                 candidate->tryAllocate(size, alignment, &offset)) {
@@ -260,6 +322,12 @@ Allocator::allocate(const vk::MemoryRequirements& requirements,
                 break;
             }
         }
+        // No room in the heap for another block, but maybe for this alone.
+        dedicated = chosen == nullptr && !fits(block, typeIndex);
+    }
+    if (dedicated) {
+        allocation.memory = allocateDeviceMemory(size, typeIndex, what, &allocation.mapped);
+    } else {
         if (chosen == nullptr) {
             auto fresh = std::make_unique<MemoryBlock>();
             fresh->memory = allocateDeviceMemory(block, typeIndex, what, &fresh->mapped);

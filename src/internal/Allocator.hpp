@@ -58,8 +58,10 @@ class Allocator
     /** Finds a memory type allowed by `requirements` that has all of
      * `required` (and, among those, preferably all of `preferred`), then
      * allocates from it. Host-visible memory comes back mapped. Throws
-     * kp::Error when no memory type fits and kp::VulkanError when the
-     * driver refuses; `what` names the object in those messages. */
+     * kp::Error when no memory type fits, kp::OutOfMemoryError when the
+     * request exceeds its heap or maxMemoryAllocationSize (before the driver
+     * sees it) and kp::VulkanError when the driver refuses; `what` names the
+     * object in those messages. */
     Allocation allocate(const vk::MemoryRequirements& requirements,
                         vk::MemoryPropertyFlags required,
                         vk::MemoryPropertyFlags preferred,
@@ -103,11 +105,20 @@ class Allocator
                              uint32_t memoryTypeIndex,
                              bool mapped);
     bool isHostVisible(uint32_t memoryTypeIndex) const;
+    /** Bytes of VkDeviceMemory this allocator holds in `heap`. */
+    vk::DeviceSize heapAllocatedBytes(uint32_t heap) const;
+    /** Throws kp::OutOfMemoryError, before the driver is asked, when
+     * `size` bytes of memory type `memoryTypeIndex` cannot be allocated:
+     * more than maxMemoryAllocationSize, or more than its heap has left. */
+    void checkFits(vk::DeviceSize size, uint32_t memoryTypeIndex, const char* what) const;
+    bool fits(vk::DeviceSize size, uint32_t memoryTypeIndex) const;
 
     vk::Device mDevice;
     bool mDedicatedOnly;
     vk::PhysicalDeviceMemoryProperties mMemoryProperties;
     vk::DeviceSize mNonCoherentAtomSize;
+    /** VkPhysicalDeviceMaintenance3Properties::maxMemoryAllocationSize. */
+    vk::DeviceSize mMaxAllocationSize;
     mutable std::mutex mMutex;
     // [memoryTypeIndex][ResourceKind]
     std::vector<std::array<Pool, 2>> mPools;

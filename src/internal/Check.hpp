@@ -11,15 +11,16 @@
 namespace kp {
 namespace internal {
 
-/** Throws kp::VulkanError naming the result and `action` unless the
- * result is eSuccess. The message is made only then: a literal `action`
- * costs nothing on success (no std::string is built), which matters on the
- * paths that run at every evaluation. */
+/** Throws kp::VulkanError (or its OutOfMemoryError / DeviceLostError)
+ * naming the result and `action` unless the result is eSuccess. The message
+ * is made only then: a literal `action` costs nothing on success (no
+ * std::string is built), which matters on the paths that run at every
+ * evaluation. */
 inline void
 check(vk::Result result, const char* action)
 {
     if (result != vk::Result::eSuccess) {
-        throw VulkanError(result, action);
+        throwVulkanError(result, action);
     }
 }
 
@@ -33,7 +34,7 @@ inline void
 check(vk::Result result, const std::string& action)
 {
     if (result != vk::Result::eSuccess) {
-        throw VulkanError(result, action);
+        throwVulkanError(result, action);
     }
 }
 

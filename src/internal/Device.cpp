@@ -10,33 +10,19 @@
 #include <iterator>
 
 #include "internal/Check.hpp"
+#include "internal/Environment.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
 namespace internal {
 
-namespace {
-
-// A flag variable: unset or empty gives `fallback`, "0" false, else true.
-bool
-environmentFlag(const char* name, bool fallback = false)
-{
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') {
-        return fallback;
-    }
-    return std::strcmp(value, "0") != 0;
-}
-
-} // namespace
-
 Device::Device(const Handles& handles,
                const std::vector<uint32_t>& queueFamilies,
-               const DeviceFeatures& enabledFeatures,
+               Capabilities capabilities,
                bool dedicatedAllocationsOnly)
   : mHandles(handles)
   , mProperties(handles.physicalDevice.getProperties())
-  , mFeatures(enabledFeatures)
+  , mCapabilities(std::move(capabilities))
   , mWaitSettings(mProperties.deviceType == vk::PhysicalDeviceType::eCpu,
                   environmentFlag("KOMPUTE_ENV_FENCES"))
 {
@@ -483,7 +469,7 @@ Device::acquireSequenceResources(uint32_t family)
     check(device.createFence(&fenceInfo, nullptr, &fence), "Creating a sequence's fence");
     resources.fence = FenceOwner(this, fence);
     resources.track = std::make_shared<SubmissionTrack>();
-    if (mFeatures.timelineSemaphore) {
+    if (mCapabilities.view().timelineSemaphore) {
         vk::SemaphoreTypeCreateInfo typeInfo(vk::SemaphoreType::eTimeline, 0);
         vk::SemaphoreCreateInfo semaphoreInfo;
         semaphoreInfo.pNext = &typeInfo;
@@ -733,7 +719,15 @@ standaloneDevice(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice,
     Device::Handles handles;
     handles.physicalDevice = *physicalDevice;
     handles.device = *device;
-    return std::make_shared<Device>(handles, std::vector<uint32_t>{}, DeviceFeatures{}, true);
+    // What the device's creator enabled is unknown: only what every device
+    // has (the capability table's core), and KOMPUTE_ENV_DISABLE applies.
+    uint32_t apiVersion = std::min<uint32_t>(physicalDevice->getProperties().apiVersion,
+                                             VK_API_VERSION_1_3);
+    Capabilities capabilities(vk::Instance(), *physicalDevice, apiVersion);
+    capabilities.adopt({}, nullptr);
+    capabilities.applyDisableList(std::getenv("KOMPUTE_ENV_DISABLE"));
+    return std::make_shared<Device>(
+      handles, std::vector<uint32_t>{}, std::move(capabilities), true);
 }
 
 } // namespace internal

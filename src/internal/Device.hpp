@@ -28,6 +28,7 @@
 #include "internal/Allocator.hpp"
 #include "internal/BarrierTracker.hpp"
 #include "internal/Batches.hpp"
+#include "internal/Capabilities.hpp"
 #include "internal/DescriptorPools.hpp"
 #include "internal/Owners.hpp"
 #include "internal/Pipelines.hpp"
@@ -37,27 +38,6 @@
 
 namespace kp {
 namespace internal {
-
-/** Optional device features, enabled at device creation when supported. */
-struct DeviceFeatures
-{
-    bool shaderFloat64 = false;
-    bool shaderInt64 = false;
-    bool shaderInt16 = false;
-    bool shaderFloat16 = false;
-    bool shaderInt8 = false;
-    bool storageBuffer16BitAccess = false;
-    bool uniformAndStorageBuffer16BitAccess = false;
-    bool storagePushConstant16 = false;
-    bool storageBuffer8BitAccess = false;
-    bool uniformAndStorageBuffer8BitAccess = false;
-    bool storagePushConstant8 = false;
-    bool timelineSemaphore = false;
-    bool vulkanMemoryModel = false;
-    bool vulkanMemoryModelDeviceScope = false;
-    bool variablePointers = false;
-    bool variablePointersStorageBuffer = false;
-};
 
 /** A queue the context submits to. Submissions lock its mutex, since
  * Vulkan requires queue access to be externally synchronised. */
@@ -123,7 +103,7 @@ class Device
      * The handles must stay valid until destroy(). */
     Device(const Handles& handles,
            const std::vector<uint32_t>& queueFamilies,
-           const DeviceFeatures& enabledFeatures,
+           Capabilities capabilities,
            bool dedicatedAllocationsOnly);
     ~Device();
     Device(const Device&) = delete;
@@ -133,7 +113,10 @@ class Device
     vk::PhysicalDevice physicalDevice() const { return mHandles.physicalDevice; }
     vk::Device device() const { return mHandles.device; }
     const vk::PhysicalDeviceProperties& properties() const { return mProperties; }
-    const DeviceFeatures& features() const { return mFeatures; }
+    /** What the device supports and what is enabled on it: the capability
+     * table (internal/Capabilities.hpp). Kernels choose their paths from
+     * capabilities().view(). */
+    const Capabilities& capabilities() const { return mCapabilities; }
     Allocator& allocator() { return *mAllocator; }
     DescriptorPools& descriptorPools() { return *mDescriptorPools; }
     /** Shader modules, layouts and pipelines shared between algorithms. */
@@ -313,7 +296,7 @@ class Device
 
     Handles mHandles;
     vk::PhysicalDeviceProperties mProperties;
-    DeviceFeatures mFeatures;
+    Capabilities mCapabilities;
     WaitSettings mWaitSettings;
     EntryBarriers mEntryBarriers;
     std::vector<std::unique_ptr<Queue>> mQueues;

@@ -6,14 +6,41 @@
 #include <unordered_set>
 #include <vector>
 
+#include "internal/Device.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
 namespace internal {
 
+/** What operations may ask of a memory object beyond its public API. */
+struct MemoryInternals
+{
+    static const std::shared_ptr<Device>& device(const Memory& memory) { return memory.mDevice; }
+};
+
+/** Throws unless every object is on the device of `objects[0]`: one
+ * operation cannot reach memory of two Managers (two Vulkan devices). */
+inline void
+checkOneDevice(const std::vector<std::shared_ptr<Memory>>& objects, const char* opName)
+{
+    if (objects.empty() || !objects[0]) {
+        return;
+    }
+    vk::Device first = MemoryInternals::device(*objects[0])->device();
+    for (size_t i = 1; i < objects.size(); ++i) {
+        if (objects[i] && MemoryInternals::device(*objects[i])->device() != first) {
+            throw Error(logger::format("{}: memory object {} belongs to another Manager than "
+                                       "memory object 0 (another Vulkan device); the objects of "
+                                       "one operation must all come from the same Manager",
+                                       opName,
+                                       i));
+        }
+    }
+}
+
 /** Throws unless `objects` holds at least `minimum` objects, none null or
- * destroyed. */
+ * destroyed, all on one device. */
 inline void
 checkMemObjects(const std::vector<std::shared_ptr<Memory>>& objects,
                 size_t minimum,
@@ -31,6 +58,7 @@ checkMemObjects(const std::vector<std::shared_ptr<Memory>>& objects,
         }
         objects[i]->checkInit(opName);
     }
+    checkOneDevice(objects, opName);
 }
 
 /** `objects` without repeats, in first-seen order. An operation that

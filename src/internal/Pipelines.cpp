@@ -67,8 +67,7 @@ SharedPipelines::shader(const std::vector<uint32_t>& words)
     // other shaders need not wait for it.
     auto entry = std::make_shared<ShaderEntry>();
     entry->hash = hash;
-    validateSpirv(words, mDevice.properties().apiVersion);
-    entry->module = reflect(words);
+    entry->module = checkedModule(words, mDevice.capabilities());
     entry->words = words;
     std::lock_guard<std::mutex> lock(mMutex);
     if (auto raced = find()) {

@@ -13,9 +13,9 @@
 namespace kp {
 namespace internal {
 
-namespace {
-
 using logger::format;
+
+namespace {
 
 struct Type
 {
@@ -29,6 +29,7 @@ struct Decorations
     std::optional<uint32_t> binding;
     std::optional<uint32_t> specId;
     std::optional<uint32_t> arrayStride;
+    std::optional<uint32_t> builtIn;
     bool block = false;
     bool bufferBlock = false;
     bool nonWritable = false;
@@ -39,8 +40,33 @@ struct MemberDecorations
 {
     std::optional<uint32_t> offset;
     std::optional<uint32_t> matrixStride;
+    bool builtIn = false;
     bool nonWritable = false;
     bool nonReadable = false;
+};
+
+/** A constant or specialization constant. */
+struct Constant
+{
+    enum class Kind
+    {
+        eValue,          // OpConstant, OpConstantTrue/False, OpConstantNull
+        eSpecValue,      // OpSpecConstant, OpSpecConstantTrue/False
+        eComposite,      // OpConstantComposite, OpSpecConstantComposite
+        eSpecOperation,  // OpSpecConstantOp
+    };
+    Kind kind = Kind::eValue;
+    uint32_t typeId = 0;
+    uint64_t value = 0;              // eValue, eSpecValue (the default)
+    uint32_t opcode = 0;             // eSpecOperation
+    std::vector<uint32_t> operands;  // eComposite: constituents; eSpecOperation: operands
+};
+
+struct Variable
+{
+    uint32_t id;
+    uint32_t typeId;
+    uint32_t storageClass;
 };
 
 std::string
@@ -59,10 +85,325 @@ literalString(const uint32_t* words, size_t count)
     return text;
 }
 
+uint64_t
+literalValue(const uint32_t* words, uint32_t n)
+{
+    uint64_t value = n >= 1 ? words[0] : 0;
+    if (n >= 2) {
+        value |= static_cast<uint64_t>(words[1]) << 32;
+    }
+    return value;
+}
+
+} // namespace
+
+/** Everything the reader keeps of a module for specialize(). */
+struct ModuleTables
+{
+    std::unordered_map<uint32_t, Type> types;
+    std::unordered_map<uint32_t, Decorations> decorations;
+    std::unordered_map<uint32_t, std::map<uint32_t, MemberDecorations>> memberDecorations;
+    std::unordered_map<uint32_t, Constant> constants;
+    std::unordered_map<uint32_t, std::string> names;
+    std::vector<Variable> variables;
+    std::optional<std::array<uint32_t, 3>> localSize;   // LocalSize literals
+    std::optional<std::array<uint32_t, 3>> localSizeIds; // LocalSizeId operands
+
+    const Type& type(uint32_t id) const
+    {
+        auto it = types.find(id);
+        if (it == types.end()) {
+            throw Error(format("The SPIR-V module uses type %{} without declaring it", id));
+        }
+        return it->second;
+    }
+
+    std::string nameOf(uint32_t id) const
+    {
+        auto it = names.find(id);
+        return it != names.end() && !it->second.empty() ? "'" + it->second + "'"
+                                                         : "%" + std::to_string(id);
+    }
+};
+
+namespace {
+
+/** Evaluates constants and specialization constants with given values. */
+class Evaluator
+{
+  public:
+    Evaluator(const ModuleTables& tables, const SpecializationValues& values)
+      : mTables(tables)
+      , mValues(values)
+    {
+    }
+
+    /** A scalar constant's value (bits, masked to its width), or nothing. */
+    std::optional<uint64_t> scalar(uint32_t id, int depth = 0) const
+    {
+        auto components = evaluate(id, depth);
+        if (!components || components->size() != 1) {
+            return std::nullopt;
+        }
+        return components->front();
+    }
+
+    /** A constant's components (one for a scalar), or nothing. */
+    std::optional<std::vector<uint64_t>> evaluate(uint32_t id, int depth = 0) const
+    {
+        if (depth > 64) {
+            return std::nullopt;
+        }
+        auto it = mTables.constants.find(id);
+        if (it == mTables.constants.end()) {
+            return std::nullopt;
+        }
+        const Constant& c = it->second;
+        switch (c.kind) {
+            case Constant::Kind::eValue:
+                return std::vector<uint64_t>{ c.value };
+            case Constant::Kind::eSpecValue: {
+                uint64_t value = c.value;
+                auto decoration = mTables.decorations.find(id);
+                if (decoration != mTables.decorations.end() && decoration->second.specId) {
+                    auto given = mValues.find(*decoration->second.specId);
+                    if (given != mValues.end()) {
+                        value = given->second;
+                    }
+                }
+                return std::vector<uint64_t>{ mask(c.typeId, value) };
+            }
+            case Constant::Kind::eComposite: {
+                std::vector<uint64_t> components;
+                for (uint32_t part : c.operands) {
+                    auto value = evaluate(part, depth + 1);
+                    if (!value) {
+                        return std::nullopt;
+                    }
+                    components.insert(components.end(), value->begin(), value->end());
+                }
+                return components;
+            }
+            case Constant::Kind::eSpecOperation:
+                return operation(c, depth);
+        }
+        return std::nullopt;
+    }
+
+  private:
+    uint32_t width(uint32_t typeId) const
+    {
+        auto it = mTables.types.find(typeId);
+        if (it == mTables.types.end()) {
+            return 32;
+        }
+        if (it->second.op == spv::OpTypeBool) {
+            return 1;
+        }
+        return it->second.operands.empty() ? 32 : it->second.operands[0];
+    }
+
+    uint64_t mask(uint32_t typeId, uint64_t value) const
+    {
+        uint32_t bits = width(typeId);
+        if (bits == 1) {
+            return value != 0 ? 1 : 0;
+        }
+        return bits >= 64 ? value : value & ((uint64_t{ 1 } << bits) - 1);
+    }
+
+    int64_t signedValue(uint32_t typeId, uint64_t value) const
+    {
+        uint32_t bits = width(typeId);
+        if (bits >= 64 || bits <= 1) {
+            return static_cast<int64_t>(value);
+        }
+        uint64_t sign = uint64_t{ 1 } << (bits - 1);
+        return static_cast<int64_t>((value ^ sign) - sign);
+    }
+
+    std::optional<std::vector<uint64_t>> operation(const Constant& c, int depth) const
+    {
+        const auto& ops = c.operands;
+        if (c.opcode == spv::OpCompositeExtract) {
+            if (ops.size() < 2) {
+                return std::nullopt;
+            }
+            auto composite = evaluate(ops[0], depth + 1);
+            if (!composite || ops[1] >= composite->size() || ops.size() > 2) {
+                return std::nullopt; // nested composites are not used for sizes
+            }
+            return std::vector<uint64_t>{ (*composite)[ops[1]] };
+        }
+        std::vector<uint64_t> in;
+        std::vector<uint32_t> inTypes;
+        for (uint32_t id : ops) {
+            auto value = scalar(id, depth + 1);
+            if (!value) {
+                return std::nullopt;
+            }
+            in.push_back(*value);
+            auto constant = mTables.constants.find(id);
+            inTypes.push_back(constant != mTables.constants.end() ? constant->second.typeId : 0);
+        }
+        auto a = [&] { return in.at(0); };
+        auto b = [&] { return in.at(1); };
+        auto sa = [&] { return signedValue(inTypes.at(0), in.at(0)); };
+        auto sb = [&] { return signedValue(inTypes.at(1), in.at(1)); };
+        uint64_t result = 0;
+        try {
+            switch (c.opcode) {
+                case spv::OpIAdd: result = a() + b(); break;
+                case spv::OpISub: result = a() - b(); break;
+                case spv::OpIMul: result = a() * b(); break;
+                case spv::OpUDiv:
+                    if (b() == 0) return std::nullopt;
+                    result = a() / b();
+                    break;
+                case spv::OpSDiv:
+                    if (sb() == 0) return std::nullopt;
+                    result = static_cast<uint64_t>(sa() / sb());
+                    break;
+                case spv::OpUMod:
+                    if (b() == 0) return std::nullopt;
+                    result = a() % b();
+                    break;
+                case spv::OpSRem:
+                case spv::OpSMod:
+                    if (sb() == 0) return std::nullopt;
+                    result = static_cast<uint64_t>(sa() % sb());
+                    break;
+                case spv::OpSNegate: result = static_cast<uint64_t>(-sa()); break;
+                case spv::OpNot: result = ~a(); break;
+                case spv::OpShiftLeftLogical: result = b() >= 64 ? 0 : a() << b(); break;
+                case spv::OpShiftRightLogical: result = b() >= 64 ? 0 : a() >> b(); break;
+                case spv::OpShiftRightArithmetic:
+                    result = static_cast<uint64_t>(sa() >> std::min<uint64_t>(b(), 63));
+                    break;
+                case spv::OpBitwiseOr: result = a() | b(); break;
+                case spv::OpBitwiseXor: result = a() ^ b(); break;
+                case spv::OpBitwiseAnd: result = a() & b(); break;
+                case spv::OpUConvert: result = a(); break;
+                case spv::OpSConvert: result = static_cast<uint64_t>(sa()); break;
+                case spv::OpSelect: result = a() != 0 ? b() : in.at(2); break;
+                case spv::OpIEqual:
+                case spv::OpLogicalEqual: result = a() == b(); break;
+                case spv::OpINotEqual:
+                case spv::OpLogicalNotEqual: result = a() != b(); break;
+                case spv::OpUGreaterThan: result = a() > b(); break;
+                case spv::OpSGreaterThan: result = sa() > sb(); break;
+                case spv::OpUGreaterThanEqual: result = a() >= b(); break;
+                case spv::OpSGreaterThanEqual: result = sa() >= sb(); break;
+                case spv::OpULessThan: result = a() < b(); break;
+                case spv::OpSLessThan: result = sa() < sb(); break;
+                case spv::OpULessThanEqual: result = a() <= b(); break;
+                case spv::OpSLessThanEqual: result = sa() <= sb(); break;
+                case spv::OpLogicalOr: result = (a() != 0) || (b() != 0); break;
+                case spv::OpLogicalAnd: result = (a() != 0) && (b() != 0); break;
+                case spv::OpLogicalNot: result = a() == 0; break;
+                default: return std::nullopt;
+            }
+        } catch (const std::out_of_range&) {
+            return std::nullopt;
+        }
+        return std::vector<uint64_t>{ mask(c.typeId, result) };
+    }
+
+    const ModuleTables& mTables;
+    const SpecializationValues& mValues;
+};
+
+/** Byte sizes of types, with array lengths evaluated for given values. */
+class Sizes
+{
+  public:
+    Sizes(const ModuleTables& tables, const Evaluator& evaluator)
+      : mTables(tables)
+      , mEvaluator(evaluator)
+    {
+    }
+
+    /** Size of a type laid out with its explicit offsets and strides; for
+     * types without them (Workgroup variables), the tightly packed size.
+     * Nothing when an array length cannot be evaluated. */
+    std::optional<uint64_t> of(uint32_t id, uint32_t depth = 0) const
+    {
+        if (depth > 64) {
+            throw Error("The SPIR-V module's types nest too deeply");
+        }
+        const Type& t = mTables.type(id);
+        switch (t.op) {
+            case spv::OpTypeBool:
+                return 4;
+            case spv::OpTypeInt:
+            case spv::OpTypeFloat:
+                return t.operands.at(0) / 8;
+            case spv::OpTypePointer:
+                return 8; // physical storage buffer pointers
+            case spv::OpTypeVector:
+            case spv::OpTypeMatrix: {
+                auto element = of(t.operands.at(0), depth + 1);
+                return element ? std::optional<uint64_t>(*element * t.operands.at(1)) : std::nullopt;
+            }
+            case spv::OpTypeArray: {
+                auto length = mEvaluator.scalar(t.operands.at(1));
+                if (!length) {
+                    return std::nullopt;
+                }
+                auto d = mTables.decorations.find(id);
+                if (d != mTables.decorations.end() && d->second.arrayStride) {
+                    return *d->second.arrayStride * *length;
+                }
+                auto element = of(t.operands.at(0), depth + 1);
+                return element ? std::optional<uint64_t>(*element * *length) : std::nullopt;
+            }
+            case spv::OpTypeRuntimeArray:
+                return 0;
+            case spv::OpTypeStruct: {
+                uint64_t size = 0;
+                auto members = mTables.memberDecorations.find(id);
+                for (uint32_t m = 0; m < t.operands.size(); ++m) {
+                    auto memberSize = of(t.operands[m], depth + 1);
+                    if (!memberSize) {
+                        return std::nullopt;
+                    }
+                    std::optional<uint32_t> offset;
+                    if (members != mTables.memberDecorations.end()) {
+                        auto it = members->second.find(m);
+                        if (it != members->second.end()) {
+                            offset = it->second.offset;
+                            const Type& member = mTables.type(t.operands[m]);
+                            if (it->second.matrixStride && member.op == spv::OpTypeMatrix) {
+                                memberSize = uint64_t{ *it->second.matrixStride } * member.operands.at(1);
+                            }
+                        }
+                    }
+                    // Explicit offsets place members; without them they follow
+                    // each other.
+                    size = offset ? std::max(size, *offset + *memberSize) : size + *memberSize;
+                }
+                return size;
+            }
+            default:
+                throw Error(format("The SPIR-V module sizes a value of an unsupported type "
+                                   "(opcode {})",
+                                   static_cast<uint32_t>(t.op)));
+        }
+    }
+
+  private:
+    const ModuleTables& mTables;
+    const Evaluator& mEvaluator;
+};
+
 class Reader
 {
   public:
-    explicit Reader(const std::vector<uint32_t>& words) : mWords(words) {}
+    explicit Reader(const std::vector<uint32_t>& words)
+      : mWords(words)
+      , mTables(std::make_shared<ModuleTables>())
+    {
+    }
 
     ReflectedModule run()
     {
@@ -87,6 +428,7 @@ class Reader
   private:
     void visit(spv::Op op, const uint32_t* operand, uint32_t n)
     {
+        ModuleTables& t = *mTables;
         switch (op) {
             case spv::OpCapability:
                 if (n >= 1) mModule.capabilities.push_back(operand[0]);
@@ -94,14 +436,27 @@ class Reader
             case spv::OpExtension:
                 mModule.extensions.push_back(literalString(operand, n));
                 break;
+            case spv::OpName:
+                if (n >= 2) t.names[operand[0]] = literalString(operand + 1, n - 1);
+                break;
             case spv::OpEntryPoint:
                 if (n >= 3 && operand[0] == spv::ExecutionModelGLCompute) {
                     mModule.computeEntryPoints.push_back(literalString(operand + 2, n - 2));
                 }
                 break;
             case spv::OpExecutionMode:
+            case spv::OpExecutionModeId:
                 if (n >= 5 && operand[1] == spv::ExecutionModeLocalSize) {
-                    mModule.localSize = std::array<uint32_t, 3>{ operand[2], operand[3], operand[4] };
+                    t.localSize = std::array<uint32_t, 3>{ operand[2], operand[3], operand[4] };
+                } else if (n >= 5 && operand[1] == spv::ExecutionModeLocalSizeId) {
+                    t.localSizeIds = std::array<uint32_t, 3>{ operand[2], operand[3], operand[4] };
+                    mModule.usesLocalSizeId = true;
+                } else if (n >= 3 && (operand[1] == spv::ExecutionModeDenormPreserve ||
+                                      operand[1] == spv::ExecutionModeDenormFlushToZero ||
+                                      operand[1] == spv::ExecutionModeSignedZeroInfNanPreserve ||
+                                      operand[1] == spv::ExecutionModeRoundingModeRTE ||
+                                      operand[1] == spv::ExecutionModeRoundingModeRTZ)) {
+                    mModule.floatControlModes.push_back({ operand[1], operand[2] });
                 }
                 break;
             case spv::OpDecorate:
@@ -109,10 +464,11 @@ class Reader
                 break;
             case spv::OpMemberDecorate:
                 if (n >= 3) {
-                    auto& member = mMemberDecorations[operand[0]][operand[1]];
+                    auto& member = t.memberDecorations[operand[0]][operand[1]];
                     auto decoration = static_cast<spv::Decoration>(operand[2]);
                     if (decoration == spv::DecorationOffset && n >= 4) member.offset = operand[3];
                     if (decoration == spv::DecorationMatrixStride && n >= 4) member.matrixStride = operand[3];
+                    if (decoration == spv::DecorationBuiltIn) member.builtIn = true;
                     if (decoration == spv::DecorationNonWritable) member.nonWritable = true;
                     if (decoration == spv::DecorationNonReadable) member.nonReadable = true;
                 }
@@ -129,28 +485,68 @@ class Reader
             case spv::OpTypeArray:
             case spv::OpTypeRuntimeArray:
             case spv::OpTypeStruct:
+                if (n >= 1) t.types[operand[0]] = Type{ op, std::vector<uint32_t>(operand + 1, operand + n) };
+                break;
             case spv::OpTypePointer:
-                if (n >= 1) mTypes[operand[0]] = Type{ op, std::vector<uint32_t>(operand + 1, operand + n) };
+                if (n >= 1) t.types[operand[0]] = Type{ op, std::vector<uint32_t>(operand + 1, operand + n) };
                 break;
             case spv::OpConstant:
-                if (n >= 3) mConstants[operand[1]] = operand[2];
+                if (n >= 3) addConstant(operand[1], Constant::Kind::eValue, operand[0], literalValue(operand + 2, n - 2));
+                break;
+            case spv::OpConstantTrue:
+            case spv::OpConstantFalse:
+                if (n >= 2) addConstant(operand[1], Constant::Kind::eValue, operand[0], op == spv::OpConstantTrue);
+                break;
+            case spv::OpConstantNull:
+                if (n >= 2) addConstant(operand[1], Constant::Kind::eValue, operand[0], 0);
                 break;
             case spv::OpSpecConstant:
+                if (n >= 3) {
+                    addConstant(operand[1], Constant::Kind::eSpecValue, operand[0], literalValue(operand + 2, n - 2));
+                    mSpecConstantTypes[operand[1]] = operand[0];
+                }
+                break;
             case spv::OpSpecConstantTrue:
             case spv::OpSpecConstantFalse:
-                if (n >= 2) mSpecConstantTypes[operand[1]] = operand[0];
+                if (n >= 2) {
+                    addConstant(operand[1], Constant::Kind::eSpecValue, operand[0], op == spv::OpSpecConstantTrue);
+                    mSpecConstantTypes[operand[1]] = operand[0];
+                }
+                break;
+            case spv::OpConstantComposite:
+            case spv::OpSpecConstantComposite:
+                if (n >= 2) {
+                    Constant& c = addConstant(operand[1], Constant::Kind::eComposite, operand[0], 0);
+                    c.operands.assign(operand + 2, operand + n);
+                }
+                break;
+            case spv::OpSpecConstantOp:
+                if (n >= 3) {
+                    Constant& c = addConstant(operand[1], Constant::Kind::eSpecOperation, operand[0], 0);
+                    c.opcode = operand[2];
+                    c.operands.assign(operand + 3, operand + n);
+                }
                 break;
             case spv::OpVariable:
-                if (n >= 3) mVariables.push_back({ operand[1], operand[0], operand[2] });
+                if (n >= 3) t.variables.push_back({ operand[1], operand[0], operand[2] });
                 break;
             default:
                 break;
         }
     }
 
+    Constant& addConstant(uint32_t id, Constant::Kind kind, uint32_t typeId, uint64_t value)
+    {
+        Constant& c = mTables->constants[id];
+        c.kind = kind;
+        c.typeId = typeId;
+        c.value = value;
+        return c;
+    }
+
     void decorate(uint32_t target, spv::Decoration decoration, const uint32_t* literal, uint32_t n)
     {
-        auto& d = mDecorations[target];
+        auto& d = mTables->decorations[target];
         switch (decoration) {
             case spv::DecorationDescriptorSet:
                 if (n >= 1) d.set = literal[0];
@@ -163,6 +559,9 @@ class Reader
                 break;
             case spv::DecorationArrayStride:
                 if (n >= 1) d.arrayStride = literal[0];
+                break;
+            case spv::DecorationBuiltIn:
+                if (n >= 1) d.builtIn = literal[0];
                 break;
             case spv::DecorationBlock:
                 d.block = true;
@@ -181,82 +580,9 @@ class Reader
         }
     }
 
-    const Type& type(uint32_t id) const
-    {
-        auto it = mTypes.find(id);
-        if (it == mTypes.end()) {
-            throw Error(format("The SPIR-V module uses type %{} without declaring it", id));
-        }
-        return it->second;
-    }
-
-    // Size in bytes of a type laid out with its explicit offsets/strides.
-    uint32_t sizeOf(uint32_t id, uint32_t depth = 0) const
-    {
-        if (depth > 64) {
-            throw Error("The SPIR-V module's types nest too deeply");
-        }
-        const Type& t = type(id);
-        switch (t.op) {
-            case spv::OpTypeBool:
-                return 4;
-            case spv::OpTypeInt:
-            case spv::OpTypeFloat:
-                return t.operands.at(0) / 8;
-            case spv::OpTypeVector:
-                return sizeOf(t.operands.at(0), depth + 1) * t.operands.at(1);
-            case spv::OpTypeMatrix:
-                return sizeOf(t.operands.at(0), depth + 1) * t.operands.at(1);
-            case spv::OpTypeArray: {
-                uint32_t length = constantValue(t.operands.at(1));
-                auto d = mDecorations.find(id);
-                uint32_t stride = d != mDecorations.end() && d->second.arrayStride
-                                    ? *d->second.arrayStride
-                                    : sizeOf(t.operands.at(0), depth + 1);
-                return stride * length;
-            }
-            case spv::OpTypeRuntimeArray:
-                return 0;
-            case spv::OpTypeStruct: {
-                uint32_t size = 0;
-                auto members = mMemberDecorations.find(id);
-                for (uint32_t m = 0; m < t.operands.size(); ++m) {
-                    uint32_t offset = 0;
-                    uint32_t memberSize = sizeOf(t.operands[m], depth + 1);
-                    if (members != mMemberDecorations.end()) {
-                        auto it = members->second.find(m);
-                        if (it != members->second.end()) {
-                            offset = it->second.offset.value_or(0);
-                            if (it->second.matrixStride && type(t.operands[m]).op == spv::OpTypeMatrix) {
-                                memberSize = *it->second.matrixStride * type(t.operands[m]).operands.at(1);
-                            }
-                        }
-                    }
-                    size = std::max(size, offset + memberSize);
-                }
-                return size;
-            }
-            default:
-                throw Error(format("The SPIR-V module has a push-constant member of an "
-                                   "unsupported type (opcode {})",
-                                   static_cast<uint32_t>(t.op)));
-        }
-    }
-
-    uint32_t constantValue(uint32_t id) const
-    {
-        auto it = mConstants.find(id);
-        if (it == mConstants.end()) {
-            // Array lengths given by specialization constants: count the
-            // default, which is what the pipeline gets unless overridden.
-            return 1;
-        }
-        return it->second;
-    }
-
     ScalarType scalarType(uint32_t id) const
     {
-        const Type& t = type(id);
+        const Type& t = mTables->type(id);
         ScalarType scalar;
         if (t.op == spv::OpTypeBool) {
             scalar.kind = ScalarType::Kind::eBool;
@@ -271,24 +597,25 @@ class Reader
         return scalar;
     }
 
-    BindingKind bindingKind(uint32_t pointee, uint32_t storageClass, uint32_t* count) const
+    BindingKind bindingKind(uint32_t pointee, uint32_t storageClass, uint32_t* count,
+                            const Evaluator& defaults) const
     {
         *count = 1;
         uint32_t id = pointee;
-        const Type* t = &type(id);
+        const Type* t = &mTables->type(id);
         while (t->op == spv::OpTypeArray || t->op == spv::OpTypeRuntimeArray) {
             if (t->op == spv::OpTypeArray) {
-                *count *= constantValue(t->operands.at(1));
+                *count *= static_cast<uint32_t>(defaults.scalar(t->operands.at(1)).value_or(1));
             }
             id = t->operands.at(0);
-            t = &type(id);
+            t = &mTables->type(id);
         }
         if (storageClass == spv::StorageClassStorageBuffer) {
             return BindingKind::eStorageBuffer;
         }
         if (storageClass == spv::StorageClassUniform) {
-            auto d = mDecorations.find(id);
-            bool bufferBlock = d != mDecorations.end() && d->second.bufferBlock;
+            auto d = mTables->decorations.find(id);
+            bool bufferBlock = d != mTables->decorations.end() && d->second.bufferBlock;
             return bufferBlock ? BindingKind::eStorageBuffer : BindingKind::eUniformBuffer;
         }
         if (storageClass == spv::StorageClassUniformConstant) {
@@ -308,18 +635,46 @@ class Reader
         return BindingKind::eOther;
     }
 
-    std::string nameOf(uint32_t) const { return {}; }
+    /** A variable whose type (or, for a block, each member) is a built-in. */
+    bool isBuiltIn(const Variable& variable, uint32_t pointee) const
+    {
+        auto d = mTables->decorations.find(variable.id);
+        if (d != mTables->decorations.end() && d->second.builtIn) {
+            return true;
+        }
+        uint32_t id = pointee;
+        const Type* t = &mTables->type(id);
+        while (t->op == spv::OpTypeArray || t->op == spv::OpTypeRuntimeArray) {
+            id = t->operands.at(0);
+            t = &mTables->type(id);
+        }
+        if (t->op != spv::OpTypeStruct || t->operands.empty()) {
+            return false;
+        }
+        auto members = mTables->memberDecorations.find(id);
+        if (members == mTables->memberDecorations.end()) {
+            return false;
+        }
+        for (uint32_t m = 0; m < t->operands.size(); ++m) {
+            auto it = members->second.find(m);
+            if (it == members->second.end() || !it->second.builtIn) {
+                return false;
+            }
+        }
+        return true;
+    }
 
     // Whether every member of the block `structId` has `flag` (glslang puts
     // readonly / writeonly of a buffer block on each member).
     bool allMembers(uint32_t structId, bool MemberDecorations::*flag) const
     {
-        auto t = mTypes.find(structId);
-        if (t == mTypes.end() || t->second.op != spv::OpTypeStruct || t->second.operands.empty()) {
+        auto t = mTables->types.find(structId);
+        if (t == mTables->types.end() || t->second.op != spv::OpTypeStruct ||
+            t->second.operands.empty()) {
             return false;
         }
-        auto members = mMemberDecorations.find(structId);
-        if (members == mMemberDecorations.end()) {
+        auto members = mTables->memberDecorations.find(structId);
+        if (members == mTables->memberDecorations.end()) {
             return false;
         }
         for (uint32_t m = 0; m < t->second.operands.size(); ++m) {
@@ -333,61 +688,143 @@ class Reader
 
     ReflectedModule finish()
     {
-        for (const auto& variable : mVariables) {
-            const Type& pointer = type(variable.typeId);
+        SpecializationValues none;
+        Evaluator defaults(*mTables, none);
+        Sizes sizes(*mTables, defaults);
+        for (const auto& variable : mTables->variables) {
+            const Type& pointer = mTables->type(variable.typeId);
             if (pointer.op != spv::OpTypePointer) {
                 continue;
             }
             uint32_t pointee = pointer.operands.at(1);
             if (variable.storageClass == spv::StorageClassPushConstant) {
-                mModule.pushConstantBytes = sizeOf(pointee);
+                // Declared with the default values of any specialization
+                // constants in it (push constants cannot be specialized).
+                mModule.pushConstantBytes = static_cast<uint32_t>(sizes.of(pointee).value_or(0));
                 continue;
             }
-            auto d = mDecorations.find(variable.id);
-            if (d == mDecorations.end() || !d->second.binding) {
+            if (variable.storageClass == spv::StorageClassInput ||
+                variable.storageClass == spv::StorageClassOutput) {
+                if (!isBuiltIn(variable, pointee)) {
+                    mModule.userInterfaceVariables.push_back(
+                      std::string(variable.storageClass == spv::StorageClassInput ? "Input" : "Output") +
+                      " variable " + mTables->nameOf(variable.id));
+                }
+                continue;
+            }
+            auto d = mTables->decorations.find(variable.id);
+            if (d == mTables->decorations.end() || !d->second.binding) {
                 continue;
             }
             ReflectedBinding binding;
             binding.set = d->second.set.value_or(0);
             binding.binding = *d->second.binding;
-            binding.kind = bindingKind(pointee, variable.storageClass, &binding.count);
+            binding.kind = bindingKind(pointee, variable.storageClass, &binding.count, defaults);
             binding.nonWritable = d->second.nonWritable || allMembers(pointee, &MemberDecorations::nonWritable);
             binding.nonReadable = d->second.nonReadable || allMembers(pointee, &MemberDecorations::nonReadable);
+            auto name = mTables->names.find(variable.id);
+            if (name != mTables->names.end()) {
+                binding.name = name->second;
+            }
             mModule.bindings.push_back(binding);
         }
         std::sort(mModule.bindings.begin(), mModule.bindings.end(), [](const auto& a, const auto& b) {
             return a.set != b.set ? a.set < b.set : a.binding < b.binding;
         });
         for (const auto& [id, typeId] : mSpecConstantTypes) {
-            auto d = mDecorations.find(id);
-            if (d != mDecorations.end() && d->second.specId) {
+            auto d = mTables->decorations.find(id);
+            if (d != mTables->decorations.end() && d->second.specId) {
                 mModule.specConstants.push_back({ *d->second.specId, scalarType(typeId) });
             }
         }
         std::sort(mModule.specConstants.begin(),
                   mModule.specConstants.end(),
                   [](const auto& a, const auto& b) { return a.id < b.id; });
+        mModule.tables = mTables;
         return std::move(mModule);
     }
 
-    struct Variable
-    {
-        uint32_t id;
-        uint32_t typeId;
-        uint32_t storageClass;
-    };
-
     const std::vector<uint32_t>& mWords;
     ReflectedModule mModule;
-    std::unordered_map<uint32_t, Type> mTypes;
-    std::unordered_map<uint32_t, Decorations> mDecorations;
-    std::unordered_map<uint32_t, std::map<uint32_t, MemberDecorations>> mMemberDecorations;
-    std::unordered_map<uint32_t, uint32_t> mConstants;
+    std::shared_ptr<ModuleTables> mTables;
     std::map<uint32_t, uint32_t> mSpecConstantTypes;
-    std::vector<Variable> mVariables;
 };
 
 } // namespace
+
+SpecializedSizes
+ReflectedModule::specialize(const SpecializationValues& values) const
+{
+    SpecializedSizes result;
+    if (!tables) {
+        return result;
+    }
+    const ModuleTables& t = *tables;
+    Evaluator evaluator(t, values);
+
+    // The WorkgroupSize built-in overrides the execution modes; LocalSizeId
+    // names constants that may be specialized; LocalSize is literal.
+    std::optional<uint32_t> builtIn;
+    for (const auto& [id, decoration] : t.decorations) {
+        if (decoration.builtIn == spv::BuiltInWorkgroupSize && t.constants.count(id) != 0) {
+            builtIn = id;
+        }
+    }
+    if (builtIn) {
+        result.localSizeSource = "the WorkgroupSize built-in";
+        auto components = evaluator.evaluate(*builtIn);
+        if (components && components->size() == 3) {
+            result.localSize = std::array<uint32_t, 3>{ static_cast<uint32_t>((*components)[0]),
+                                                        static_cast<uint32_t>((*components)[1]),
+                                                        static_cast<uint32_t>((*components)[2]) };
+        }
+    } else if (t.localSizeIds) {
+        result.localSizeSource = "LocalSizeId";
+        std::array<uint32_t, 3> size{};
+        bool known = true;
+        for (int axis = 0; axis < 3; ++axis) {
+            auto value = evaluator.scalar((*t.localSizeIds)[axis]);
+            known = known && value.has_value();
+            size[axis] = static_cast<uint32_t>(value.value_or(0));
+        }
+        if (known) {
+            result.localSize = size;
+        }
+    } else if (t.localSize) {
+        result.localSizeSource = "LocalSize";
+        result.localSize = t.localSize;
+    }
+
+    // Shared memory: Workgroup variables (Block-decorated ones, with
+    // explicit layouts, alias each other).
+    Sizes sizes(t, evaluator);
+    uint64_t separate = 0;
+    uint64_t aliased = 0;
+    bool known = true;
+    for (const auto& variable : t.variables) {
+        if (variable.storageClass != spv::StorageClassWorkgroup) {
+            continue;
+        }
+        const Type& pointer = t.type(variable.typeId);
+        uint32_t pointee = pointer.operands.at(1);
+        auto size = sizes.of(pointee);
+        if (!size) {
+            known = false;
+            continue;
+        }
+        auto d = t.decorations.find(pointee);
+        bool block = d != t.decorations.end() && d->second.block;
+        if (block) {
+            aliased = std::max(aliased, *size);
+        } else {
+            separate += *size;
+        }
+    }
+    if (known) {
+        result.workgroupMemoryBytes = separate + aliased;
+    }
+    return result;
+}
 
 const char*
 bindingKindName(BindingKind kind)
@@ -424,31 +861,6 @@ reflect(const std::vector<uint32_t>& words)
         return Reader(words).run();
     } catch (const std::out_of_range&) {
         throw Error("The SPIR-V module has an instruction with too few operands");
-    }
-}
-
-std::string
-capabilityName(uint32_t capability)
-{
-    switch (capability) {
-        case spv::CapabilityFloat64: return "Float64";
-        case spv::CapabilityInt64: return "Int64";
-        case spv::CapabilityInt16: return "Int16";
-        case spv::CapabilityInt8: return "Int8";
-        case spv::CapabilityFloat16: return "Float16";
-        case spv::CapabilityStorageBuffer16BitAccess: return "StorageBuffer16BitAccess";
-        case spv::CapabilityUniformAndStorageBuffer16BitAccess:
-            return "UniformAndStorageBuffer16BitAccess";
-        case spv::CapabilityStoragePushConstant16: return "StoragePushConstant16";
-        case spv::CapabilityStorageBuffer8BitAccess: return "StorageBuffer8BitAccess";
-        case spv::CapabilityUniformAndStorageBuffer8BitAccess:
-            return "UniformAndStorageBuffer8BitAccess";
-        case spv::CapabilityStoragePushConstant8: return "StoragePushConstant8";
-        case spv::CapabilityVulkanMemoryModel: return "VulkanMemoryModel";
-        case spv::CapabilityVulkanMemoryModelDeviceScope: return "VulkanMemoryModelDeviceScope";
-        case spv::CapabilityVariablePointers: return "VariablePointers";
-        case spv::CapabilityVariablePointersStorageBuffer: return "VariablePointersStorageBuffer";
-        default: return "capability " + std::to_string(capability);
     }
 }
 

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // A small SPIR-V reader: what an Algorithm must know about a compute shader
 // before it reaches the driver (its bindings, push-constant block,
-// specialization constants, local size and capabilities).
+// specialization constants, capabilities and extensions, interface
+// variables), and what the pipeline will really get once its
+// specialization constants are applied (local size, shared memory).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,26 +67,60 @@ struct ReflectedSpecConstant
     ScalarType type;
 };
 
+/** Values of specialization constants by constant_id, as raw bits (the
+ * low bytes of each value hold the constant). */
+using SpecializationValues = std::map<uint32_t, uint64_t>;
+
+/** What a pipeline of the module gets with given specialization values. */
+struct SpecializedSizes
+{
+    /** The local size, or nothing when the module computes it in a way this
+     * reader cannot evaluate. */
+    std::optional<std::array<uint32_t, 3>> localSize;
+    /** Where the local size comes from, for messages. */
+    std::string localSizeSource;
+    /** Bytes of Workgroup (shared) variables; nothing if not computable. */
+    std::optional<uint64_t> workgroupMemoryBytes;
+};
+
+struct ModuleTables;
+
 struct ReflectedModule
 {
     std::vector<ReflectedBinding> bindings;      // sorted by (set, binding)
     std::optional<uint32_t> pushConstantBytes;   // size of the push block
     std::vector<ReflectedSpecConstant> specConstants; // sorted by id
-    /** Local size, when given as literals (LocalSize execution mode). */
-    std::optional<std::array<uint32_t, 3>> localSize;
     std::vector<uint32_t> capabilities;
     std::vector<std::string> extensions;
     std::vector<std::string> computeEntryPoints;
+
+    /** Float-controls execution modes (DenormPreserve, ...) and the float
+     * width each applies to. */
+    struct FloatControlMode
+    {
+        uint32_t mode = 0;
+        uint32_t width = 0;
+    };
+    std::vector<FloatControlMode> floatControlModes;
+
+    /** The local size is given by LocalSizeId (ids of constants). */
+    bool usesLocalSizeId = false;
+
+    /** Input or Output variables that are not built-ins (a compute shader
+     * has no stage inputs or outputs): their names, or "%id". */
+    std::vector<std::string> userInterfaceVariables;
+
+    /** Local size, shared memory. */
+    SpecializedSizes specialize(const SpecializationValues& values) const;
+
+    /** The parsed types, constants and decorations, for specialize(). */
+    std::shared_ptr<const ModuleTables> tables;
 };
 
 /** Parses a module; throws kp::Error on a malformed one (the caller has
  * run SPIRV-Tools' validator first, so this only guards our own reads). */
 ReflectedModule
 reflect(const std::vector<uint32_t>& words);
-
-/** Name of a SPIR-V capability for messages ("Float64", ...). */
-std::string
-capabilityName(uint32_t capability);
 
 } // namespace internal
 } // namespace kp

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "internal/Environment.hpp"
 #include "kernels/BuiltinShaderTable.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -57,53 +58,43 @@ namespace {
 std::vector<std::string>
 disabledPaths()
 {
-    std::vector<std::string> paths;
-    const char* value = std::getenv("KOMPUTE_ENV_DISABLE");
-    if (value == nullptr) {
-        return paths;
-    }
-    std::stringstream list(value);
-    std::string item;
-    while (std::getline(list, item, ',')) {
-        item.erase(std::remove_if(item.begin(), item.end(), [](char c) { return c == ' '; }),
-                   item.end());
-        if (!item.empty()) {
-            paths.push_back(item);
-        }
-    }
-    return paths;
+    return internal::environmentList("KOMPUTE_ENV_DISABLE");
 }
 
 } // namespace
 
-// Queried here until the Manager's capability table lands; then this reads
-// the table instead, and nothing else changes.
+// From the Manager's capability table, already reduced by the
+// KOMPUTE_ENV_DISABLE given when the Manager was created; the variable is
+// read again here, so that paths can also be turned off for operations
+// built later.
 DeviceCaps
 deviceCaps(const internal::Device& device)
 {
+    return deviceCaps(device.capabilities().view(), device.properties().limits);
+}
+
+DeviceCaps
+deviceCaps(const DeviceCapabilities& table, const vk::PhysicalDeviceLimits& limits)
+{
     DeviceCaps caps;
-    const auto& properties = device.properties();
-    const auto& limits = properties.limits;
-    caps.deviceName = properties.deviceName.data();
+    caps.deviceName = table.deviceName;
     caps.maxSharedBytes = limits.maxComputeSharedMemorySize;
     caps.maxInvocations = std::min(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]);
     caps.maxGroupCountX = limits.maxComputeWorkGroupCount[0];
     caps.maxGroupCountY = limits.maxComputeWorkGroupCount[1];
-    caps.storage16Bit = device.features().storageBuffer16BitAccess;
-    if (properties.apiVersion >= VK_API_VERSION_1_1) {
-        vk::PhysicalDeviceSubgroupProperties subgroup;
-        vk::PhysicalDeviceProperties2 properties2;
-        properties2.pNext = &subgroup;
-        device.physicalDevice().getProperties2(&properties2);
-        caps.subgroupSize = subgroup.subgroupSize;
-        bool inCompute = static_cast<bool>(subgroup.supportedStages & vk::ShaderStageFlagBits::eCompute);
-        caps.subgroupArithmetic =
-          inCompute && static_cast<bool>(subgroup.supportedOperations & vk::SubgroupFeatureFlagBits::eArithmetic) &&
-          static_cast<bool>(subgroup.supportedOperations & vk::SubgroupFeatureFlagBits::eBasic);
-        caps.subgroupBallot =
-          inCompute && static_cast<bool>(subgroup.supportedOperations & vk::SubgroupFeatureFlagBits::eBallot);
+    caps.storage16Bit = table.storageBuffer16Bit;
+    // The table lists the operations shaders may use in compute.
+    caps.subgroupSize = std::max(table.subgroup.size, 1u);
+    const auto operations = table.subgroup.operations;
+    caps.subgroupArithmetic = static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eArithmetic) &&
+                              static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eBasic);
+    caps.subgroupBallot = static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eBallot);
+    caps.disabled = table.disabledGroups;
+    for (const auto& path : disabledPaths()) {
+        if (!caps.isDisabled(path)) {
+            caps.disabled.push_back(path);
+        }
     }
-    caps.disabled = disabledPaths();
     return caps;
 }
 

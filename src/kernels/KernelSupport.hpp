@@ -38,9 +38,10 @@ typeName(StorageType type);
 std::vector<uint32_t>
 builtinSpirv(const std::string& name);
 
-/** What the kernels need to know about a device to choose their path. One
- * function fills it (deviceCaps), so that it can read the Manager's
- * capability table once that exists. */
+/** What the kernels need to know about a device to choose their path,
+ * filled by deviceCaps from the Manager's capability table
+ * (internal/Capabilities.hpp: device.capabilities().view() has everything
+ * else, e.g. cooperative-matrix shapes and integer dot-product support). */
 struct DeviceCaps
 {
     uint32_t subgroupSize = 1;
@@ -66,6 +67,10 @@ struct DeviceCaps
 
 DeviceCaps
 deviceCaps(const internal::Device& device);
+/** The same from a device's capability view and limits (kompute-info
+ * describes devices without creating them). */
+DeviceCaps
+deviceCaps(const DeviceCapabilities& table, const vk::PhysicalDeviceLimits& limits);
 
 /** Checks of one operation's arguments; every message starts with the
  * operation's name and names the operand. */

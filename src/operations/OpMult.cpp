@@ -2,6 +2,7 @@
 #include "kompute/operations/OpMult.hpp"
 
 #include "ShaderOpMult.hpp"
+#include "internal/OpChecks.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -38,6 +39,12 @@ OpMult::prepare(const std::vector<std::shared_ptr<Memory>>& memObjects,
                                        memObjects[0]->size(),
                                        memObjects[i]->size()));
         }
+    }
+    internal::checkOneDevice(memObjects, "OpMult");
+    if (algorithm->mDevice && algorithm->mDevice->device() !=
+                                internal::MemoryInternals::device(*memObjects[0])->device()) {
+        throw Error("OpMult: the algorithm belongs to another Manager than the tensors; create "
+                    "it with the tensors' Manager");
     }
     uint32_t groups = (memObjects[0]->size() + kOpMultLocalSize - 1) / kOpMultLocalSize;
     // The built-in shader declares no constants: any the algorithm had

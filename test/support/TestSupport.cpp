@@ -250,7 +250,8 @@ checkResult(VkResult result, const char* action)
 
 } // namespace
 
-RawVulkanDevice::RawVulkanDevice()
+RawVulkanDevice::RawVulkanDevice(const VkPhysicalDeviceFeatures2* features,
+                                 const std::vector<const char*>& deviceExtensions)
 {
     VkApplicationInfo app{};
     app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
@@ -287,6 +288,9 @@ RawVulkanDevice::RawVulkanDevice()
     float priority = 1.0f;
     vk::DeviceQueueCreateInfo queueInfo({}, computeFamily, 1, &priority);
     vk::DeviceCreateInfo deviceInfo({}, 1, &queueInfo);
+    deviceInfo.pNext = features;
+    deviceInfo.enabledExtensionCount = static_cast<uint32_t>(deviceExtensions.size());
+    deviceInfo.ppEnabledExtensionNames = deviceExtensions.data();
     device = std::make_shared<vk::Device>(physicalDevice->createDevice(deviceInfo));
     queue = std::make_shared<vk::Queue>(device->getQueue(computeFamily, 0));
 }

@@ -110,7 +110,10 @@ makeManager();
 class RawVulkanDevice
 {
   public:
-    RawVulkanDevice();
+    /** `features` (a VkPhysicalDeviceFeatures2 chain, may be null) and
+     * `extensions` are what the device is created with. */
+    explicit RawVulkanDevice(const VkPhysicalDeviceFeatures2* features = nullptr,
+                             const std::vector<const char*>& extensions = {});
     ~RawVulkanDevice();
     RawVulkanDevice(const RawVulkanDevice&) = delete;
     RawVulkanDevice& operator=(const RawVulkanDevice&) = delete;

@@ -93,6 +93,25 @@ del _error
 
 compile_source = Shader.compile_source
 
+# Kompute 0.9.0's names (deprecated; each use warns): the operations here,
+# kp.TensorTypes through __getattr__ below, and methods added to the classes.
+from . import _legacy  # noqa: E402
+from ._legacy import OpTensorCopy, OpTensorSyncDevice, OpTensorSyncLocal  # noqa: E402,F401
+
+_legacy.install()
+
+
+def __getattr__(name):
+    alias = _legacy.MODULE_ALIASES.get(name)
+    if alias is None:
+        raise AttributeError(f"module 'kp' has no attribute {name!r}")
+    current, value = alias
+    import warnings
+
+    warnings.warn(f"kp.{name} is Kompute 0.9.0's name: use {current}", DeprecationWarning,
+                  stacklevel=2)
+    return value
+
 
 class AccessFlagBits(_enum.IntFlag):
     """Vulkan VkAccessFlagBits, for :class:`OpMemoryBarrier`."""

@@ -69,7 +69,9 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     OpBinary,
     OpFma,
     OpAttention,
+    OpGetRows,
     OpLayerNorm,
+    OpMatMul,
     OpReduce,
     OpRMSNorm,
     OpRoPE,
@@ -81,6 +83,8 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     RoPEMode,
     UnaryOp,
     WeightFormat,
+    dequantize,
+    quantize,
 )
 
 __version__: str = getattr(_kp, "__version__")

@@ -17,7 +17,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
 cmake --build "$build" -j"$(nproc)"
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
 cp -L "$build"/libkompute.so.0.9 "$BUNDLE"/
-find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' \) \
+find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \) \
     -exec cp {} "$BUNDLE"/ \;
 strip "$BUNDLE"/* 2>/dev/null || true
 cp benchmarks/cuda/*.cu tools/plot_bench.py "$BUNDLE"/

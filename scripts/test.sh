@@ -12,6 +12,8 @@
 #   6. the concurrency tests under ThreadSanitizer, and a quick run of the
 #      installed kompute-bench with --plot (refused without matplotlib, then
 #      drawn with it)
+#   7. the documentation site (scripts/docs.sh: Doxygen errors fail it),
+#      where doxygen is installed (scripts/install-deps.sh --docs)
 # Build folders: ${BUILD_PREFIX}-test, -asan, -shared (BUILD_PREFIX=build).
 # TEST_TIMEOUT: seconds one test binary may run (600).
 set -euo pipefail
@@ -259,3 +261,18 @@ KOMPUTE_BENCH_PYTHON="$WORK/venv/bin/python" \
 [ -s "$WORK/bench.png" ] || { echo "kompute-bench --plot wrote no picture" >&2; exit 1; }
 PASSED=$((PASSED + 2))
 end_step
+
+# --- 7. Documentation ------------------------------------------------------------
+
+# The API reference and user guide, from the test venv's kp (about a minute).
+# doxygen is optional (scripts/install-deps.sh --docs): without it the step
+# says so and is skipped.
+begin_step "documentation (scripts/docs.sh)"
+if command -v doxygen >/dev/null 2>&1; then
+    PYTHON="$WORK/venv/bin/python" DOCS_DIR="$WORK/docs" scripts/docs.sh
+    PASSED=$((PASSED + 1))
+    end_step
+else
+    echo "doxygen is not installed (scripts/install-deps.sh --docs installs it): docs not built"
+    end_step "skipped: no doxygen"
+fi

@@ -6,10 +6,16 @@
 //   kompute-bench [--quick] [--repetitions N] [--filter TEXT[,TEXT...]]
 //                 [--device N] [--json FILE] [--plot FILE.png]
 //
+// --plot draws the results with tools/plot_bench.py (installed as
+// share/kompute/plot_bench.py) and matplotlib, through the interpreter
+// $KOMPUTE_BENCH_PYTHON (default python3); both are checked before any case
+// runs.
+//
 // Case (i) also runs a Python interpreter: KOMPUTE_BENCH_PYTHON and
 // KOMPUTE_BENCH_PYTHON_SCRIPT choose it and its script (cases/Python.cpp).
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -17,7 +23,12 @@
 #include <sstream>
 #include <string>
 
+#ifndef _WIN32
+#include <sys/wait.h>
+#endif
+
 #include "Harness.hpp"
+#include "Scripts.hpp"
 
 namespace {
 
@@ -148,6 +159,29 @@ matchesFilter(const std::string& name, const std::string& filter)
     return false;
 }
 
+/** Why `python` cannot draw the plot with `script`, or "" if it can. */
+std::string
+plotProblem(const std::string& python, const std::string& script)
+{
+    if (!std::ifstream(script).good()) {
+        return "the plot script is missing: no " + script;
+    }
+    std::string probe = bench::shellQuote(python) + " -c 'import matplotlib' >/dev/null 2>&1";
+    int status = std::system(probe.c_str());
+    if (status == 0) {
+        return "";
+    }
+#ifndef _WIN32
+    if (WIFEXITED(status) && (WEXITSTATUS(status) == 127 || WEXITSTATUS(status) == 126)) {
+        return "it draws with Python and matplotlib, and there is no interpreter " + python +
+               ": install Python 3 with matplotlib, or set KOMPUTE_BENCH_PYTHON to one that has it";
+    }
+#endif
+    return "it needs matplotlib, which " + python + " cannot import: `" + python +
+           " -m pip install matplotlib` (or `pip install kp[plot]` where the kp module is "
+           "installed), or set KOMPUTE_BENCH_PYTHON to an interpreter that has it";
+}
+
 int
 usage()
 {
@@ -204,6 +238,23 @@ main(int argc, char** argv)
         return 0;
     }
 
+    // The plot is drawn from the JSON: without --json it goes beside the
+    // picture. What drawing needs is checked now, not after a long run.
+    std::string python = bench::pythonInterpreter();
+    std::string plotScript = bench::scriptPath("plot_bench.py", KOMPUTE_BENCH_PLOT_SCRIPT);
+    if (!plotPath.empty()) {
+        if (jsonPath.empty()) {
+            jsonPath = std::filesystem::path(plotPath).replace_extension(".json").string();
+        }
+        std::string problem = plotProblem(python, plotScript);
+        if (!problem.empty()) {
+            std::cerr << "--plot: " << problem
+                      << ". (Without --plot, --json FILE keeps the results; `" << python << " "
+                      << plotScript << " OUT.png FILE` draws them later.)\n";
+            return 2;
+        }
+    }
+
     kp::Manager manager(options.device);
     std::string deviceName = manager.getDeviceProperties().deviceName.data();
     std::cout << "kompute-bench on " << deviceName << (options.quick ? " (quick mode)" : "") << "\n";
@@ -226,16 +277,15 @@ main(int argc, char** argv)
         writeJson(jsonPath, context.measurements(), deviceName, options.quick);
         std::cout << "wrote " << jsonPath << "\n";
         if (!plotPath.empty()) {
-            std::string command = std::string("python3 \"") + KOMPUTE_BENCH_PLOT_SCRIPT + "\" \"" +
-                                  plotPath + "\" \"" + jsonPath + "\"";
+            std::string command = bench::shellQuote(python) + " " + bench::shellQuote(plotScript) +
+                                  " " + bench::shellQuote(plotPath) + " " +
+                                  bench::shellQuote(jsonPath);
+            std::cout << std::flush;
             if (std::system(command.c_str()) != 0) {
-                std::cerr << "plotting failed (is matplotlib installed?)\n";
+                std::cerr << "plotting failed: " << command << "\n";
                 ++failures;
             }
         }
-    } else if (!plotPath.empty()) {
-        std::cerr << "--plot needs --json (the plot is drawn from the JSON)\n";
-        ++failures;
     }
     return failures == 0 ? 0 : 1;
 }

@@ -2,6 +2,7 @@
 # Installs the Debian packages Kompute needs to build, test and run (on a real
 # GPU driver, or on Mesa's lavapipe CPU driver where there is no GPU).
 # Idempotent: when everything is already installed it only asks dpkg, never apt.
+#   --docs  also doxygen, for scripts/docs.sh (the API reference and guide)
 set -euo pipefail
 
 PACKAGES=(
@@ -13,6 +14,12 @@ PACKAGES=(
     libgtest-dev libbenchmark-dev              # test and benchmark frameworks
     python3 python3-venv python3-pip           # the Python module kp and its tests
 )
+if [ "${1:-}" = "--docs" ]; then
+    PACKAGES+=(doxygen)
+elif [ $# -gt 0 ]; then
+    echo "usage: install-deps.sh [--docs]" >&2
+    exit 2
+fi
 
 # One dpkg-query for all of them; packages it does not know are missing.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${PACKAGES[@]}" 2>/dev/null || true)

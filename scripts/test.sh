@@ -9,8 +9,11 @@
 #   4. a shared-library build, installed and used through find_package
 #   5. the Python module kp, installed with pip in a fresh venv, and its
 #      pytest suites
-#   6. the concurrency tests under ThreadSanitizer, and a quick run of
-#      kompute-bench
+#   6. the concurrency tests under ThreadSanitizer, and a quick run of the
+#      installed kompute-bench with --plot (refused without matplotlib, then
+#      drawn with it)
+#   7. the documentation site (scripts/docs.sh: Doxygen errors fail it),
+#      where doxygen is installed (scripts/install-deps.sh --docs)
 # Build folders: ${BUILD_PREFIX}-test, -asan, -shared (BUILD_PREFIX=build).
 # TEST_TIMEOUT: seconds one test binary may run (600).
 set -euo pipefail
@@ -234,10 +237,42 @@ PASSED=$((PASSED + 1))
 end_step
 
 # kompute-bench in quick mode: every case runs once on small sizes (no
-# timing is judged here; docs/performance.md has the real figures).
-begin_step "kompute-bench --quick"
+# timing is judged here; docs/performance.md has the real figures). The
+# installed program runs, with the scripts it installs: --plot first with an
+# interpreter that lacks matplotlib (it must refuse at once and say how to
+# get it), then for real with matplotlib in the test venv.
+begin_step "kompute-bench --quick --plot (installed)"
+BENCH="$STATIC_PREFIX/bin/kompute-bench"
+printf '#!/bin/sh\nexec python3 -S "$@"\n' > "$WORK/python-without-site"
+chmod +x "$WORK/python-without-site"
+set +e
+refusal=$(KOMPUTE_BENCH_PYTHON="$WORK/python-without-site" "$BENCH" --quick --plot "$WORK/none.png" 2>&1)
+refused=$?
+set -e
+echo "$refusal"
+if [ $refused -ne 2 ] || ! grep -q "pip install kp\[plot\]" <<<"$refusal"; then
+    echo "kompute-bench --plot without matplotlib: expected exit status 2 and how to install it" >&2
+    exit 1
+fi
+"$WORK/venv/bin/python" -m pip install -q matplotlib
 # Case i runs the Python script with the venv's kp.
 KOMPUTE_BENCH_PYTHON="$WORK/venv/bin/python" \
-    "$BUILD_PREFIX-test/benchmarks/kompute-bench" --quick --json "$WORK/bench.json"
-PASSED=$((PASSED + 1))
+    "$BENCH" --quick --json "$WORK/bench.json" --plot "$WORK/bench.png"
+[ -s "$WORK/bench.png" ] || { echo "kompute-bench --plot wrote no picture" >&2; exit 1; }
+PASSED=$((PASSED + 2))
 end_step
+
+# --- 7. Documentation ------------------------------------------------------------
+
+# The API reference and user guide, from the test venv's kp (about a minute).
+# doxygen is optional (scripts/install-deps.sh --docs): without it the step
+# says so and is skipped.
+begin_step "documentation (scripts/docs.sh)"
+if command -v doxygen >/dev/null 2>&1; then
+    PYTHON="$WORK/venv/bin/python" DOCS_DIR="$WORK/docs" scripts/docs.sh
+    PASSED=$((PASSED + 1))
+    end_step
+else
+    echo "doxygen is not installed (scripts/install-deps.sh --docs installs it): docs not built"
+    end_step "skipped: no doxygen"
+fi

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the algorithm and dispatch suites (test_algorithm,
 // test_shader, test_dispatch, test_constants, test_datatypes_shader,
-// test_workgroups). The validation fixtures come from support/TestSupport.hpp.
+// test_workgroups, test_legacy). The validation fixtures come from support/TestSupport.hpp.
 #pragma once
 
 #include <cstdio>
@@ -20,6 +20,24 @@
 #include "TestSupport.hpp"
 
 namespace kp_test {
+
+/** The seed's example shader (upstream's README): out_a += in_a * in_b,
+ * out_b += spec constant 0 x push constant. */
+inline const char* const kArrayMultiplicationShader = R"(
+#version 450
+layout (local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer buf_in_a { float in_a[]; };
+layout(set = 0, binding = 1) buffer buf_in_b { float in_b[]; };
+layout(set = 0, binding = 2) buffer buf_out_a { uint out_a[]; };
+layout(set = 0, binding = 3) buffer buf_out_b { uint out_b[]; };
+layout(push_constant) uniform PushConstants { float val; } push_const;
+layout(constant_id = 0) const float const_one = 0;
+void main() {
+    uint index = gl_GlobalInvocationID.x;
+    out_a[index] += uint( in_a[index] * in_b[index] );
+    out_b[index] += uint( const_one * push_const.val );
+}
+)";
 
 /** GLSL compute source compiled in the process (kp::Shader::compileSource). */
 inline std::vector<uint32_t>

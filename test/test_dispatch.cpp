@@ -86,21 +86,7 @@ class DispatchTest : public KomputeTest
 TEST_F(DispatchTest, ArrayMultiplicationExample)
 {
     // The seed's example: spec constant 2, push constants 2 then 3.
-    auto shader = compile(R"(
-#version 450
-layout (local_size_x = 1) in;
-layout(set = 0, binding = 0) buffer buf_in_a { float in_a[]; };
-layout(set = 0, binding = 1) buffer buf_in_b { float in_b[]; };
-layout(set = 0, binding = 2) buffer buf_out_a { uint out_a[]; };
-layout(set = 0, binding = 3) buffer buf_out_b { uint out_b[]; };
-layout(push_constant) uniform PushConstants { float val; } push_const;
-layout(constant_id = 0) const float const_one = 0;
-void main() {
-    uint index = gl_GlobalInvocationID.x;
-    out_a[index] += uint( in_a[index] * in_b[index] );
-    out_b[index] += uint( const_one * push_const.val );
-}
-)");
+    auto shader = compile(kArrayMultiplicationShader);
     auto tensorInA = mgr().tensor({ 2., 2., 2. });
     auto tensorInB = mgr().tensor({ 1., 2., 3. });
     auto tensorOutA = mgr().tensorT<uint32_t>({ 0, 0, 0 });

@@ -5,7 +5,7 @@
 // share of the device's measured copy bandwidth (case g's "kompute" figure
 // when case g ran in this process, else an OpCopy of 512 MiB measured here),
 // and checks the result against a host loop ("ok", or the case fails).
-#include "../Harness.hpp"
+#include "KernelTiming.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,47 +18,6 @@ namespace bench {
 namespace {
 
 using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
-constexpr uint32_t kBackToBack = 5;
-
-std::vector<float>
-randomFloats(size_t count, uint32_t seed, float low, float high)
-{
-    std::mt19937 engine(seed);
-    std::uniform_real_distribution<float> distribution(low, high);
-    std::vector<float> values(count);
-    for (float& v : values) {
-        v = distribution(engine);
-    }
-    return values;
-}
-
-/** GB/s of `op` over `bytes`, from GPU timestamps around each of 5
- * back-to-back runs, after a warm-up (see case g: a GPU coming from light
- * work stays at its idle clock for a while). */
-void
-measureOp(Context& context,
-          Measurement& gbs,
-          const std::shared_ptr<kp::OpBase>& op,
-          double bytes)
-{
-    kp::Manager& mgr = context.manager();
-    auto sequence = mgr.sequence(0, kBackToBack);
-    for (uint32_t i = 0; i < kBackToBack; ++i) {
-        sequence->record(op);
-    }
-    double warmUp = context.quick() ? 0.0 : 0.5;
-    double warmSeconds = 0.0;
-    do {
-        warmSeconds += secondsOf([&] { sequence->eval(); });
-    } while (warmSeconds < warmUp);
-    for (int r = 0; r < context.repetitions(); ++r) {
-        sequence->eval();
-        auto ns = sequence->getTimestampsNs();
-        for (uint32_t i = 1; i <= kBackToBack; ++i) {
-            gbs.samples.push_back(bytes / 1e9 / ((ns[i] - ns[i - 1]) * 1e-9));
-        }
-    }
-}
 
 /** The device's copy bandwidth (bytes read + written per second, GB/s). */
 double

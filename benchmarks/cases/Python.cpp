@@ -6,10 +6,11 @@
 //
 // The interpreter is $KOMPUTE_BENCH_PYTHON (default python3), which must
 // import numpy and kp; the script is $KOMPUTE_BENCH_PYTHON_SCRIPT, by
-// default the one in this source tree (compiled in), so that a relocated
-// bundle can point at its own copy. Without either, the case is skipped:
+// default the installed copy (share/kompute) or the one in this source tree
+// (compiled in), so that a relocated bundle can point at its own copy. Without either, the case is skipped:
 // the Python module is optional, and its absence is no failure of the run.
 #include "../Harness.hpp"
+#include "../Scripts.hpp"
 #include "Fixtures.hpp"
 
 #include <algorithm>
@@ -57,25 +58,6 @@ struct ScriptOutput
 
     bool exitedWith(int code) const { return exitCode == code; }
 };
-
-std::string
-environmentOr(const char* name, const std::string& fallback)
-{
-    const char* value = std::getenv(name);
-    return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-// Single quotes keep every character but the quote itself literal in a
-// POSIX shell; each quote becomes '\''.
-std::string
-shellQuote(const std::string& word)
-{
-    std::string quoted = "'";
-    for (char c : word) {
-        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return quoted + "'";
-}
 
 void
 parseLine(const std::string& line, ScriptOutput& output)
@@ -196,8 +178,9 @@ BENCH_CASE("i_python_overhead", "case (a)'s eval loop and case (b)'s one-liner t
     int oneLiners = oneLinerIterations(quick);
     int warmup = evalWarmup(quick);
 
-    std::string python = environmentOr("KOMPUTE_BENCH_PYTHON", "python3");
-    std::string script = environmentOr("KOMPUTE_BENCH_PYTHON_SCRIPT", KOMPUTE_BENCH_PYTHON_SCRIPT);
+    std::string python = pythonInterpreter();
+    std::string script = environmentOr(
+      "KOMPUTE_BENCH_PYTHON_SCRIPT", scriptPath("eval_overhead.py", KOMPUTE_BENCH_PYTHON_SCRIPT));
     std::vector<std::string> common = { "--device", std::to_string(context.options().device) };
     if (quick) {
         common.push_back("--quick");

@@ -15,6 +15,8 @@
 
 namespace kp {
 
+class Tensor;
+
 namespace internal {
 class Device;
 class BatchReferences;
@@ -201,6 +203,10 @@ class Algorithm
     }
 
     const std::vector<std::shared_ptr<Memory>>& getMemObjects() const { return mMemObjects; }
+    /** Kompute 0.9.0's getter: the memory objects as tensors (deprecated:
+     * use getMemObjects()). Throws kp::Error if one is an image. */
+    [[deprecated("Kompute 0.9.0 name: use getMemObjects()")]] std::vector<std::shared_ptr<Tensor>>
+    getTensors() const;
 
     /** Hands the Vulkan objects to the device, which frees them once work
      * in flight has completed (it does not wait), and lets go of the memory

@@ -24,6 +24,11 @@
 #include "kompute/operations/OpSyncDevice.hpp"
 #include "kompute/operations/OpSyncLocal.hpp"
 
+// Kompute 0.9.0's names, deprecated (OpTensorSyncDevice, OpTensorSyncLocal,
+// OpTensorCopy; Tensor::TensorTypes and the tensor-list overloads are in
+// their classes).
+#include "kompute/operations/LegacyTensorOps.hpp"
+
 #include "kompute/kernels/Kernels.hpp"
 
 // The built-in shaders, as upstream exposes them (kp::SHADEROPMULT_COMP_SPV,

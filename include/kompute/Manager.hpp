@@ -12,6 +12,7 @@
 #include "kompute/DeviceInfo.hpp"
 #include "kompute/Core.hpp"
 #include "kompute/Image.hpp"
+#include "kompute/LegacyTensorList.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/Tensor.hpp"
 
@@ -319,6 +320,35 @@ class Manager
       const Workgroup& workgroup = {},
       const std::vector<float>& specializationConstants = {},
       const std::vector<float>& pushConstants = {});
+
+    /** Kompute 0.9.0's form of algorithm(), over a list of kp::Tensor
+     * (deprecated: pass a std::vector<std::shared_ptr<kp::Memory>>). */
+    template<typename Tensors>
+    [[deprecated("Kompute 0.9.0 form: pass the tensors as std::vector<std::shared_ptr<kp::Memory>>")]]
+    std::enable_if_t<detail::isTensorList<Tensors>, std::shared_ptr<Algorithm>> algorithm(
+      const Tensors& tensors,
+      const std::vector<uint32_t>& spirv = {},
+      const Workgroup& workgroup = {},
+      const std::vector<float>& specializationConstants = {},
+      const std::vector<float>& pushConstants = {})
+    {
+        return algorithm(
+          detail::memoryList(tensors), spirv, workgroup, specializationConstants, pushConstants);
+    }
+    /** Kompute 0.9.0's typed form of algorithm<S, P>(), over a list of
+     * kp::Tensor (deprecated). */
+    template<typename S, typename P, typename Tensors>
+    [[deprecated("Kompute 0.9.0 form: pass the tensors as std::vector<std::shared_ptr<kp::Memory>>")]]
+    std::enable_if_t<detail::isTensorList<Tensors>, std::shared_ptr<Algorithm>> algorithm(
+      const Tensors& tensors,
+      const std::vector<uint32_t>& spirv,
+      const Workgroup& workgroup,
+      const std::vector<S>& specializationConstants,
+      const std::vector<P>& pushConstants)
+    {
+        return algorithm<S, P>(
+          detail::memoryList(tensors), spirv, workgroup, specializationConstants, pushConstants);
+    }
 
     /** The same with constants already in raw form (ours; used by the
      * Python module). */

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kompute/Core.hpp"
+#include "kompute/LegacyTensorList.hpp"
 #include "kompute/Memory.hpp"
 #include "kompute/operations/OpBase.hpp"
 
@@ -91,6 +92,17 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return record(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
     }
 
+    /** Kompute 0.9.0's form of record<Op>, over a list of kp::Tensor
+     * (deprecated: pass a std::vector<std::shared_ptr<kp::Memory>>). */
+    template<typename T, typename Tensors, typename... TArgs>
+    [[deprecated("Kompute 0.9.0 form: pass the tensors as std::vector<std::shared_ptr<kp::Memory>>")]]
+    std::enable_if_t<detail::isTensorList<Tensors>, std::shared_ptr<Sequence>> record(
+      const Tensors& tensors,
+      TArgs&&... params)
+    {
+        return record<T>(detail::memoryList(tensors), std::forward<TArgs>(params)...);
+    }
+
     /** Submits the batch and waits for it. */
     std::shared_ptr<Sequence> eval();
     /** Clears the batch, records `op` alone, submits and waits. */
@@ -109,6 +121,17 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return eval(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
     }
 
+    /** Kompute 0.9.0's form of eval<Op>, over a list of kp::Tensor
+     * (deprecated: pass a std::vector<std::shared_ptr<kp::Memory>>). */
+    template<typename T, typename Tensors, typename... TArgs>
+    [[deprecated("Kompute 0.9.0 form: pass the tensors as std::vector<std::shared_ptr<kp::Memory>>")]]
+    std::enable_if_t<detail::isTensorList<Tensors>, std::shared_ptr<Sequence>> eval(
+      const Tensors& tensors,
+      TArgs&&... params)
+    {
+        return eval<T>(detail::memoryList(tensors), std::forward<TArgs>(params)...);
+    }
+
     /** Submits the batch and returns at once; evalAwait() completes it.
      * Throws if the previous submission has not been awaited. */
     std::shared_ptr<Sequence> evalAsync();
@@ -125,6 +148,17 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     std::shared_ptr<Sequence> evalAsync(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
     {
         return evalAsync(std::make_shared<T>(algorithm, std::forward<TArgs>(params)...));
+    }
+
+    /** Kompute 0.9.0's form of evalAsync<Op>, over a list of kp::Tensor
+     * (deprecated: pass a std::vector<std::shared_ptr<kp::Memory>>). */
+    template<typename T, typename Tensors, typename... TArgs>
+    [[deprecated("Kompute 0.9.0 form: pass the tensors as std::vector<std::shared_ptr<kp::Memory>>")]]
+    std::enable_if_t<detail::isTensorList<Tensors>, std::shared_ptr<Sequence>> evalAsync(
+      const Tensors& tensors,
+      TArgs&&... params)
+    {
+        return evalAsync<T>(detail::memoryList(tensors), std::forward<TArgs>(params)...);
     }
 
     /**

@@ -18,6 +18,11 @@ class BufferOwner;
 class Tensor : public Memory
 {
   public:
+    /** Kompute 0.9.0's name of Memory::MemoryTypes (deprecated). */
+    using TensorTypes [[deprecated("Kompute 0.9.0 name: use kp::Memory::MemoryTypes")]] = MemoryTypes;
+    /** Kompute 0.9.0's name of Memory::DataTypes (deprecated). */
+    using TensorDataTypes [[deprecated("Kompute 0.9.0 name: use kp::Memory::DataTypes")]] = DataTypes;
+
     /** Standalone tensor on a device the caller owns (upstream's
      * constructor). Prefer Manager::tensor, which sub-allocates memory. */
     Tensor(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
@@ -45,6 +50,11 @@ class Tensor : public Memory
     void destroy() override;
     bool isInit() const override;
     Type type() override { return Type::eTensor; }
+    /** Kompute 0.9.0's name of memoryType() (deprecated). */
+    [[deprecated("Kompute 0.9.0 name: use memoryType()")]] MemoryTypes tensorType() const
+    {
+        return memoryType();
+    }
 
     void recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd) override;
     void recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd) override;

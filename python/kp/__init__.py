@@ -70,7 +70,9 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     OpBinary,
     OpFma,
     OpAttention,
+    OpGetRows,
     OpLayerNorm,
+    OpMatMul,
     OpReduce,
     OpRMSNorm,
     OpRoPE,
@@ -82,6 +84,8 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     RoPEMode,
     UnaryOp,
     WeightFormat,
+    dequantize,
+    quantize,
 )
 
 __version__: str = getattr(_kp, "__version__")
@@ -93,6 +97,25 @@ for _error in (Error, DestroyedError, VulkanError, OutOfMemoryError, DeviceLostE
 del _error
 
 compile_source = Shader.compile_source
+
+# Kompute 0.9.0's names (deprecated; each use warns): the operations here,
+# kp.TensorTypes through __getattr__ below, and methods added to the classes.
+from . import _legacy  # noqa: E402
+from ._legacy import OpTensorCopy, OpTensorSyncDevice, OpTensorSyncLocal  # noqa: E402,F401
+
+_legacy.install()
+
+
+def __getattr__(name):
+    alias = _legacy.MODULE_ALIASES.get(name)
+    if alias is None:
+        raise AttributeError(f"module 'kp' has no attribute {name!r}")
+    current, value = alias
+    import warnings
+
+    warnings.warn(f"kp.{name} is Kompute 0.9.0's name: use {current}", DeprecationWarning,
+                  stacklevel=2)
+    return value
 
 
 class AccessFlagBits(_enum.IntFlag):

@@ -9,6 +9,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
+
 namespace kp {
 namespace python {
 
@@ -393,6 +395,132 @@ bindTransformer(nb::module_& m)
         "the decode path (a power of two from 16 to 256; 0: chosen from the shape).");
 }
 
+
+// --- The matrix kernels (OpMatMul, OpGetRows) and GGUF block codecs ----------
+
+void
+bindMatMul(nb::module_& m)
+{
+    nb::class_<OpMatMul, KernelOp>(
+      m,
+      "OpMatMul",
+      "C = alpha * op(A) @ op(B) + beta * C, batched, accumulated in float32. A: float32, float16 or "
+      "bfloat16; B: the same, or a uint8 tensor of GGUF blocks (format_b, stored [n][k], trans_b=True); "
+      "C: float32 or float16. Row-major matrices inside 1-D tensors; leading dimensions, strides and "
+      "offsets count elements (weights for quantized B); 0 means packed. path() names the kernel chosen "
+      "('tiled', 'matvec', 'matvec-int-dot', 'coopmat-nv', 'coopmat-khr', 'coopmat-khr-bf16').")
+      .def(
+        "__init__",
+        [](OpMatMul* self, const MemoryList& tensors, uint32_t m, uint32_t n, uint32_t k, bool transA, bool transB,
+           float alpha, float beta, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t batch, uint64_t strideA,
+           uint64_t strideB, uint64_t strideC, uint64_t offsetA, uint64_t offsetB, uint64_t offsetC,
+           WeightFormat formatB) {
+            MatMulParams p;
+            p.m = m;
+            p.n = n;
+            p.k = k;
+            p.transA = transA;
+            p.transB = transB;
+            p.alpha = alpha;
+            p.beta = beta;
+            p.lda = lda;
+            p.ldb = ldb;
+            p.ldc = ldc;
+            p.batch = batch;
+            p.strideA = strideA;
+            p.strideB = strideB;
+            p.strideC = strideC;
+            p.offsetA = offsetA;
+            p.offsetB = offsetB;
+            p.offsetC = offsetC;
+            p.formatB = formatB;
+            construct(self, tensors, p);
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "m"_a,
+        "n"_a,
+        "k"_a,
+        "trans_a"_a = false,
+        "trans_b"_a = false,
+        "alpha"_a = 1.0f,
+        "beta"_a = 0.0f,
+        "lda"_a = 0,
+        "ldb"_a = 0,
+        "ldc"_a = 0,
+        "batch"_a = 1,
+        "stride_a"_a = 0,
+        "stride_b"_a = 0,
+        "stride_c"_a = 0,
+        "offset_a"_a = 0,
+        "offset_b"_a = 0,
+        "offset_c"_a = 0,
+        "format_b"_a = WeightFormat::eNone,
+        keepGil,
+        "tensors: [a, b, c].");
+
+    nb::class_<OpGetRows, KernelOp>(m,
+                                    "OpGetRows",
+                                    "out[i, :] = table[ids[i], :] as float32 (an embedding lookup): table float32, "
+                                    "float16, bfloat16 or GGUF blocks (format_table); ids uint32, read on the "
+                                    "device at each evaluation (an id past the table gives NaN).")
+      .def(
+        "__init__",
+        [](OpGetRows* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, WeightFormat formatTable,
+           uint32_t tableStride, uint32_t outStride, uint64_t tableOffset, uint64_t idsOffset, uint64_t outOffset) {
+            construct(self, tensors,
+                      GetRowsParams{ rows, cols, formatTable, tableStride, outStride, tableOffset, idsOffset, outOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a,
+        "cols"_a,
+        "format_table"_a = WeightFormat::eNone,
+        "table_stride"_a = 0,
+        "out_stride"_a = 0,
+        "table_offset"_a = 0,
+        "ids_offset"_a = 0,
+        "out_offset"_a = 0,
+        keepGil,
+        "tensors: [table, ids, out]. Strides of 0: cols.");
+
+    m.def(
+      "quantize",
+      [](WeightFormat format, const ArrayLike& values) {
+          nb::module_ np = nb::module_::import_("numpy");
+          nb::bytes raw = nb::cast<nb::bytes>(
+            np.attr("ascontiguousarray")(values.object, nb::arg("dtype") = "float32").attr("tobytes")());
+          std::vector<float> floats(raw.size() / sizeof(float));
+          std::memcpy(floats.data(), raw.c_str(), floats.size() * sizeof(float));
+          std::vector<uint8_t> blocks = kp::quantize(format, floats.data(), floats.size());
+          nb::bytes encoded(reinterpret_cast<const char*>(blocks.data()), blocks.size());
+          return NdArray{ np.attr("frombuffer")(encoded, nb::arg("dtype") = "uint8").attr("copy")() };
+      },
+      "format"_a,
+      "values"_a,
+      keepGil,
+      "GGUF blocks (uint8) of `values` (a multiple of 32 floats), rounded as ggml's reference quantizer.");
+    m.def(
+      "dequantize",
+      [](WeightFormat format, const ArrayLike& blocks) {
+          nb::module_ np = nb::module_::import_("numpy");
+          nb::bytes raw = nb::cast<nb::bytes>(
+            np.attr("ascontiguousarray")(blocks.object, nb::arg("dtype") = "uint8").attr("tobytes")());
+          uint32_t size = blockBytes(format);
+          if (size == 0 || raw.size() % size != 0) {
+              throw Error(logger::format("kp.dequantize: {} bytes are not whole {} blocks", raw.size(), toString(format)));
+          }
+          std::vector<float> values =
+            kp::dequantize(format, reinterpret_cast<const uint8_t*>(raw.c_str()), raw.size() / size);
+          nb::bytes decoded(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+          return NdArray{ np.attr("frombuffer")(decoded, nb::arg("dtype") = "float32").attr("copy")() };
+      },
+      "format"_a,
+      "blocks"_a,
+      keepGil,
+      "The float32 weights of GGUF blocks (uint8, whole blocks).");
+}
+
 } // namespace
 
 void
@@ -420,6 +548,7 @@ bindKernels(nb::module_& m)
     bindElementwise(m);
     bindRows(m);
     bindTransformer(m);
+    bindMatMul(m);
 }
 
 } // namespace python

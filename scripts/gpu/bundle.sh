@@ -18,7 +18,7 @@ cmake --build "$build" -j"$(nproc)"
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
 # Every shared library of the tree (libkompute, libkompute_llm, ...).
 find "$build" -maxdepth 3 -name 'lib*.so.0.9' -exec cp -L {} "$BUNDLE"/ \;
-find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' \) \
+find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \) \
     -exec cp {} "$BUNDLE"/ \;
 strip "$BUNDLE"/* 2>/dev/null || true
 cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py tools/latency_table.py "$BUNDLE"/

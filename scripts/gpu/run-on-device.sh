@@ -3,10 +3,12 @@
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
 # bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [bench|latency|tests|python-tests|examples|cuda ...]
+#   scripts/gpu/run-on-device.sh [bench|latency|tests|tests-bf16|python-tests|examples|cuda ...]
 # latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
 # (the clock falls back when the GPU idles), and the CUDA latency reference,
 # then a table of the figures (tools/latency_table.py).
+# Run cuda before bench to see CUDA's GEMM and mat-vec figures in the bench's
+# table (kompute-bench reads them from $OUT/cuda-matmul.txt).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -42,6 +44,11 @@ for step in "${steps[@]}"; do
     tests)
         export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
         export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
+        # The validation layer of .gl-extra (1.4.309) does not know
+        # VK_KHR_shader_bfloat16 and reports a device that enables it, and
+        # every bf16 cooperative-matrix module, as errors: bf16 matrices stay
+        # off under it (tests-bf16 runs them without the layer).
+        export KOMPUTE_ENV_DISABLE=${KOMPUTE_ENV_DISABLE-bfloat16}
         # One log per binary would pass the device tool's 8 files: the
         # logs of the failed ones go into one file.
         pass=0; fail=0; logs=$(mktemp -d)
@@ -56,7 +63,14 @@ for step in "${steps[@]}"; do
             fi
         done
         echo "test binaries: $pass passed, $fail failed" | tee "$OUT/tests.txt"
-        unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES
+        unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES KOMPUTE_ENV_DISABLE
+        ;;
+    tests-bf16)
+        # The matrix kernels' suite with bf16 cooperative matrices on, without
+        # the validation layer (see tests).
+        timeout 300 $B/test_kernels_matmul --gtest_brief=1 > "$OUT/test_kernels_matmul-bf16.log" 2>&1
+        echo "test_kernels_matmul (bf16 on, no validation layer): rc $?" | tee -a "$OUT/tests.txt"
+        tail -5 "$OUT/test_kernels_matmul-bf16.log"
         ;;
     python-tests)
         # The pytest suites against the bundle's kp, validation layer on.
@@ -70,6 +84,7 @@ for step in "${steps[@]}"; do
         nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw \
             --format=csv -lms 100 > "$OUT/clocks.csv" 2>&1 &
         clocks=$!
+        [ -f "$OUT/cuda-matmul.txt" ] && export KOMPUTE_BENCH_CUDA_RESULTS=$OUT/cuda-matmul.txt
         timeout 400 $B/kompute-bench ${BENCH_ARGS:-} --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
         kill $clocks 2>/dev/null; wait $clocks 2>/dev/null
         ;;
@@ -100,6 +115,10 @@ for step in "${steps[@]}"; do
         (cd /tmp && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/bandwidth.cu" -o cuda-bandwidth && ./cuda-bandwidth \
             && nvcc -O2 -arch=sm_90 "$OLDPWD/$B/latency.cu" -o cuda-latency \
             && ./cuda-latency warm 1.5 && ./cuda-latency && ./cuda-latency block) 2>&1 | tee "$OUT/cuda.txt"
+        # cuBLAS GEMM, the mma.sync peak, mat-vec and read bandwidth: the
+        # references of kompute-bench's gemm and matvec cases (run this step
+        # before bench to see them in its table).
+        (cd /tmp && nvcc -O3 -arch=sm_90 "$OLDPWD/$B/matmul.cu" -lcublas -o cuda-matmul && ./cuda-matmul) 2>&1 | tee "$OUT/cuda-matmul.txt"
         ;;
     esac
 done

@@ -64,6 +64,20 @@ foreach(t f32 f16)
 endforeach()
 kompute_kernel_shader(attention_combine AttentionCombine.comp)
 
+# The matrix kernels: one module each, its element types chosen by
+# specialization constants (MatMulCommon.glsl).
+kompute_kernel_shader(matmul_tiled MatMulTiled.comp)
+# The cooperative-matrix GEMM per FM x FN fragments of a subgroup.
+foreach(frags 2x2 2x4 2x8 4x2 4x4 4x8)
+    string(REPLACE "x" ";" _frags "${frags}")
+    list(GET _frags 0 _fm)
+    list(GET _frags 1 _fn)
+    kompute_kernel_shader(matmul_coopmat_${frags} MatMulCoopmat.comp FM=${_fm} FN=${_fn})
+endforeach()
+kompute_kernel_shader(matvec MatVec.comp)
+kompute_kernel_shader(matvec_int_dot MatVec.comp INT_DOT)
+kompute_kernel_shader(getrows GetRows.comp)
+
 # The list of every variant by name.
 set(_kernel_table "")
 set(_kernel_includes "")

@@ -5,8 +5,11 @@
 
 #include "kompute/kernels/Attention.hpp"
 #include "kompute/kernels/Elementwise.hpp"
+#include "kompute/kernels/GetRows.hpp"
 #include "kompute/kernels/KernelOp.hpp"
+#include "kompute/kernels/MatMul.hpp"
 #include "kompute/kernels/Norm.hpp"
+#include "kompute/kernels/Quantization.hpp"
 #include "kompute/kernels/Reduce.hpp"
 #include "kompute/kernels/RoPE.hpp"
 #include "kompute/kernels/SetRows.hpp"

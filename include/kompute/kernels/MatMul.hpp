@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::OpMatMul: C = alpha * op(A) * op(B) + beta * C, batched, with f32
+// accumulation; B may hold GGUF Q8_0/Q4_0 blocks (dequantized on load).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kompute/Tensor.hpp"
+#include "kompute/kernels/KernelOp.hpp"
+#include "kompute/kernels/Quantization.hpp"
+
+namespace kp {
+
+/**
+ * Shape and layout of a matrix product C[m][n] = alpha * op(A)[m][k] *
+ * op(B)[k][n] + beta * C, over row-major matrices inside 1-D tensors.
+ * op(X) is X, or X transposed when transX is set (then X is stored [k][m]
+ * for A, [n][k] for B). Leading dimensions, strides and offsets count
+ * elements (for a quantized B: weights, multiples of 32); 0 means packed:
+ * lda = transA ? m : k, ldb = transB ? k : n, ldc = n, and a batch stride of
+ * one whole matrix.
+ */
+struct MatMulParams
+{
+    uint32_t m = 0, n = 0, k = 0;
+    bool transA = false, transB = false;
+    float alpha = 1, beta = 0;
+    uint32_t lda = 0, ldb = 0, ldc = 0;
+    uint32_t batch = 1;
+    uint64_t strideA = 0, strideB = 0, strideC = 0;
+    uint64_t offsetA = 0, offsetB = 0, offsetC = 0;
+    /** eNone: B holds elements of its data type; eQ8_0/eQ4_0: B is an
+     * eUnsignedChar tensor of GGUF blocks stored [n][k] (transB = true). */
+    WeightFormat formatB = WeightFormat::eNone;
+};
+
+/**
+ * Records C = alpha * op(A) * op(B) + beta * C.
+ *   A: eFloat, eHalf or eBFloat16; B: the same, or eUnsignedChar GGUF blocks
+ *   (formatB); C: eFloat or eHalf. All three live on one Manager; C is
+ *   neither A nor B.
+ * Every shape, type and size is checked here, before anything is recorded:
+ * mistakes throw kp::Error saying what is wrong. Constructing the operation
+ * builds its pipeline (shared between operations with the same kernel and
+ * constants); recording it is one dispatch. beta = 0 never reads C.
+ * path() names the kernel chosen for the device and shape: "tiled" (shared
+ * memory, every device), "matvec" (one row or column of C: LLM decode),
+ * "matvec-int-dot" (the same for Q8_0/Q4_0 through integer dot products),
+ * "coopmat-nv", "coopmat-khr", "coopmat-khr-bf16" (cooperative matrices);
+ * see the README's kernel table.
+ * Precision: products are accumulated in f32. An f32 x f32 product is
+ * computed in f32 (tiled). Beside a 16-bit or quantized operand, the
+ * cooperative-matrix paths round an f32 operand to f16 (to bf16 on the bf16
+ * matrices that bf16 operands take) before multiplying; the int-dot mat-vec
+ * rounds the activations to int8 (a scale per 4 values); the other paths
+ * multiply in f32.
+ */
+class OpMatMul : public KernelOp
+{
+  public:
+    OpMatMul(std::shared_ptr<Tensor> a,
+             std::shared_ptr<Tensor> b,
+             std::shared_ptr<Tensor> c,
+             const MatMulParams& params);
+    /** The form Sequence::record<OpMatMul>({a, b, c}, params) builds. */
+    OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& params);
+    ~OpMatMul() override;
+
+    /** The parameters, with leading dimensions and strides resolved. */
+    const MatMulParams& params() const { return mParams; }
+
+  private:
+    MatMulParams mParams;
+};
+
+} // namespace kp

@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kompute 0.9.0's header of kp::OpTensorSyncLocal, a deprecated alias (see LegacyTensorOps.hpp).
+#pragma once
+
+#include "kompute/operations/LegacyTensorOps.hpp"

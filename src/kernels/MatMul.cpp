@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kompute/kernels/MatMul.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/CoopmatRewrite.hpp"
+#include "kernels/KernelSupport.hpp"
+#include "kernels/MatMulConfig.hpp"
+#include "kernels/MatMulDevice.hpp"
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+
+using logger::format;
+using namespace kernels;
+using namespace kernels::matmul;
+
+namespace {
+
+constexpr const char* kOp = "OpMatMul";
+
+uint32_t
+elementType(const Checker& check, const Memory& tensor, const char* name, bool allowQuantBytes, WeightFormat weightFormat)
+{
+    using DT = Memory::DataTypes;
+    DT type = tensor.dataType();
+    if (weightFormat != WeightFormat::eNone && allowQuantBytes) {
+        if (type != DT::eUnsignedChar) {
+            check.fail(format("formatB is {}, so B must be an eUnsignedChar tensor of GGUF blocks, not {}",
+                        toString(weightFormat),
+                        Memory::toString(type)));
+        }
+        return weightFormat == WeightFormat::eQ8_0 ? kQ8_0 : kQ4_0;
+    }
+    switch (type) {
+        case DT::eFloat: return kF32;
+        case DT::eHalf: return kF16;
+        case DT::eBFloat16: return kBF16;
+        default: break;
+    }
+    check.fail(format("{} holds {} elements; it must be eFloat, eHalf or eBFloat16{}",
+                name,
+                Memory::toString(type),
+                allowQuantBytes ? " (or GGUF blocks, with formatB)" : ""));
+}
+
+// One operand stored as `batch` matrices of rows x cols, `ld` apart within a
+// matrix and `stride` apart between them, from `offset`: resolves 0 (packed)
+// and checks that the tensor covers it. Returns the resolved (ld, stride).
+void
+resolveOperand(const Checker& check,
+               const char* name,
+               uint64_t elements,
+               uint32_t rows,
+               uint32_t cols,
+               uint32_t batch,
+               uint32_t& ld,
+               uint64_t& stride,
+               uint64_t offset,
+               const char* unit)
+{
+    if (ld == 0) {
+        ld = cols;
+    }
+    if (ld < cols) {
+        check.fail(format("the leading dimension of {} is {}, less than the {} {} of a row", name, ld, cols, unit));
+    }
+    uint64_t matrix = kernels::rowsExtent(rows, cols, ld);
+    if (stride == 0) {
+        stride = uint64_t(rows) * ld;
+    }
+    if (batch > 1 && stride < matrix) {
+        check.fail(format("the batch stride of {} ({} {}) is less than one matrix ({} {}): the batches "
+                    "would overlap",
+                    name,
+                    stride,
+                    unit,
+                    matrix,
+                    unit));
+    }
+    uint64_t needed = offset + (uint64_t(batch) - 1) * stride + matrix;
+    if (needed > elements) {
+        check.fail(format("{} holds {} {}, but the shape, strides and offset address {} (offset {} + "
+                    "{} batch(es) of {} x {} with leading dimension {} and stride {})",
+                    name,
+                    elements,
+                    unit,
+                    needed,
+                    offset,
+                    batch,
+                    rows,
+                    cols,
+                    ld,
+                    stride));
+    }
+    if (needed > std::numeric_limits<uint32_t>::max()) {
+        check.fail(format("{} addresses {} {}, beyond the kernels' 32-bit indices", name, needed, unit));
+    }
+}
+
+bool
+aligned(uint64_t value, uint32_t multiple)
+{
+    return value % multiple == 0;
+}
+
+// Whether an operand's chunks of `width` elements along its rows load whole:
+// rows start aligned, and the row length is a multiple of the width.
+bool
+wideLoads(uint32_t ld, uint64_t stride, uint64_t offset, uint32_t cols, uint32_t batch, uint32_t width)
+{
+    return aligned(ld, width) && aligned(offset, width) && aligned(cols, width) &&
+           (batch == 1 || aligned(stride, width));
+}
+
+GemmPush
+gemmPush(const MatMulParams& p)
+{
+    return { p.m,
+             p.n,
+             p.k,
+             p.lda,
+             p.ldb,
+             p.ldc,
+             static_cast<uint32_t>(p.strideA),
+             static_cast<uint32_t>(p.strideB),
+             static_cast<uint32_t>(p.strideC),
+             static_cast<uint32_t>(p.offsetA),
+             static_cast<uint32_t>(p.offsetB),
+             static_cast<uint32_t>(p.offsetC),
+             p.alpha,
+             p.beta };
+}
+
+void
+checkGrid(const Checker& check, const DeviceView& device, uint64_t x, uint64_t y, uint64_t z)
+{
+    uint64_t counts[3] = { x, y, z };
+    for (int axis = 0; axis < 3; ++axis) {
+        if (counts[axis] > device.maxGroupCount[axis]) {
+            check.fail(format("the product needs {} workgroups along {}, more than the device's "
+                        "maxComputeWorkGroupCount of {}: split it into smaller products",
+                        counts[axis],
+                        "xyz"[axis],
+                        device.maxGroupCount[axis]));
+        }
+    }
+}
+
+uint32_t
+groups(uint64_t extent, uint32_t tile)
+{
+    return static_cast<uint32_t>((extent + tile - 1) / tile);
+}
+
+} // namespace
+
+OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
+  : KernelOp(kOp)
+{
+    Checker check(kOp, memObjects, { "A", "B", "C" });
+    const auto& device = check.device();
+    Memory& a = *memObjects[0];
+    Memory& b = *memObjects[1];
+    Memory& c = *memObjects[2];
+    MatMulParams p = given;
+    bool quantB = p.formatB != WeightFormat::eNone;
+
+    if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0) {
+        check.fail(format("m, n, k and batch must be at least 1 (m = {}, n = {}, k = {}, batch = {})",
+                    p.m,
+                    p.n,
+                    p.k,
+                    p.batch));
+    }
+    if (memObjects[2] == memObjects[0] || memObjects[2] == memObjects[1]) {
+        check.fail("C must be a tensor of its own, not A or B (the product reads A and B while it writes C)");
+    }
+    GemmVariant variant;
+    variant.a = elementType(check, a, "A", false, WeightFormat::eNone);
+    variant.b = elementType(check, b, "B", true, p.formatB);
+    variant.c = elementType(check, c, "C", false, WeightFormat::eNone);
+    if (variant.c == kBF16) {
+        check.fail("C must be eFloat or eHalf (bf16 output is not supported)");
+    }
+    variant.transA = p.transA;
+    variant.transB = p.transB;
+
+    DeviceView view = matMulDevice(*device, check.caps());
+    if (!view.storage16Bit) {
+        check.fail(format("the matrix kernels need the device feature storageBuffer16BitAccess, which "
+                    "'{}' does not have (or, for a Manager on your own VkDevice, did not enable)",
+                    view.name));
+    }
+
+    // Operands as stored: A is [m][k] or [k][m]; B [k][n] or [n][k].
+    uint32_t aRows = p.transA ? p.k : p.m, aCols = p.transA ? p.m : p.k;
+    uint32_t bRows = p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
+    uint64_t bElements = b.size();
+    const char* bUnit = "elements";
+    if (quantB) {
+        uint32_t block = blockBytes(p.formatB);
+        if (!p.transB) {
+            check.fail(format("a quantized B ({}) is stored [n][k] as GGUF stores weights: set transB", toString(p.formatB)));
+        }
+        if (b.memorySize() % block != 0) {
+            check.fail(format("B holds {} bytes, not whole {} blocks of {} bytes", b.memorySize(), toString(p.formatB), block));
+        }
+        if (p.k % kWeightsPerBlock != 0) {
+            check.fail(format("k = {} is not a multiple of 32: {} rows are whole blocks of 32 weights", p.k, toString(p.formatB)));
+        }
+        if (p.ldb % kWeightsPerBlock || p.offsetB % kWeightsPerBlock || p.strideB % kWeightsPerBlock) {
+            check.fail(format("ldb, strideB and offsetB count weights of a {} B and must be multiples of 32 "
+                        "(whole blocks): ldb = {}, strideB = {}, offsetB = {}",
+                        toString(p.formatB),
+                        p.ldb,
+                        p.strideB,
+                        p.offsetB));
+        }
+        bElements = uint64_t(b.memorySize() / block) * kWeightsPerBlock;
+        bUnit = "weights";
+    }
+    resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
+    resolveOperand(check, "B", bElements, bRows, bCols, p.batch, p.ldb, p.strideB, p.offsetB, bUnit);
+    resolveOperand(check, "C", c.size(), p.m, p.n, p.batch, p.ldc, p.strideC, p.offsetC, "elements");
+
+    mParams = p;
+
+    // --- Mat-vec: one row (or one column) of C ----------------------------------
+    bool oneRow = p.m == 1;
+    bool oneColumn = p.n == 1 && !quantB;
+    const DeviceCaps& caps = check.caps();
+    if ((oneRow || oneColumn) && view.subgroupArithmetic && !caps.isDisabled("matvec")) {
+        MatVecVariant mv;
+        MatVecPush push{};
+        std::vector<std::shared_ptr<Memory>> bound;
+        if (oneRow) { // out[j] = sum_k A[0][k] * op(B)[k][j]
+            mv.x = variant.a;
+            mv.w = variant.b;
+            mv.columnMode = !p.transB;
+            push = { p.n, p.k, p.transA ? p.lda : 1u, p.ldb, 1u,
+                     static_cast<uint32_t>(p.strideA), static_cast<uint32_t>(p.strideB),
+                     static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetA),
+                     static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta };
+            bound = { memObjects[0], memObjects[1], memObjects[2] };
+        } else { // out[i] = sum_k op(A)[i][k] * B[k][0]
+            mv.x = variant.b;
+            mv.w = variant.a;
+            mv.columnMode = p.transA;
+            push = { p.m, p.k, p.transB ? 1u : p.ldb, p.lda, p.ldc,
+                     static_cast<uint32_t>(p.strideB), static_cast<uint32_t>(p.strideA),
+                     static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetB),
+                     static_cast<uint32_t>(p.offsetA), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta };
+            bound = { memObjects[1], memObjects[0], memObjects[2] };
+        }
+        mv.out = variant.c;
+        bool intDot = isQuantized(mv.w) && view.intDot && !caps.isDisabled("int-dot");
+        bool stageable = !mv.columnMode && !caps.isDisabled("staged") &&
+                         matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
+        MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable);
+        if (matVecProblem(config, view).empty()) {
+            // Units of 16 bytes of float weights; x in 4-element loads, or 8
+            // for 16-bit x beside 16-bit weights.
+            uint32_t unit = mv.w == kF32 ? 4 : 8;
+            uint32_t xWidth = (!isQuantized(mv.w) && unit == 8 && mv.x != kF32) ? 8 : 4;
+            mv.vecW = !mv.columnMode && !isQuantized(mv.w) && aligned(push.ldw, unit) &&
+                      aligned(push.wOffset, unit) && (p.batch == 1 || aligned(push.wBatchStride, unit));
+            mv.vecX = push.xStride == 1 && aligned(push.xOffset, xWidth) &&
+                      (p.batch == 1 || aligned(push.xBatchStride, xWidth));
+            uint32_t outputsPerGroup = mv.columnMode ? config.threads / config.kSplit : config.rows;
+            Workgroup grid{ groups(push.rows, outputsPerGroup), p.batch, 1 };
+            checkGrid(check, view, grid[0], grid[1], grid[2]);
+            addDispatch(buildAlgorithm(device,
+                                       bound,
+                                       builtinSpirv(intDot ? "matvec_int_dot" : "matvec"),
+                                       grid,
+                                       matVecSpecialization(config, mv),
+                                       push));
+            setPath(intDot ? "matvec-int-dot" : "matvec");
+            return;
+        }
+    }
+
+    // --- GEMM ---------------------------------------------------------------------
+    GemmPush push = gemmPush(p);
+    std::vector<std::shared_ptr<Memory>> bound = { memObjects[0], memObjects[1], memObjects[2] };
+
+    // Cooperative matrices: f16 operands (f32 rounded to f16, quantized
+    // blocks dequantized to f16), or bf16 ones on bf16 matrices.
+    bool anyBf16 = variant.a == kBF16 || variant.b == kBF16;
+    bool bothBf16OrF32 = (variant.a == kBF16 || variant.a == kF32) && (variant.b == kBF16 || variant.b == kF32);
+    // An f32 x f32 product stays in f32 (the tiled kernel): rounding both
+    // operands to 16 bits is a choice the caller makes by storing one so.
+    bool bothF32 = variant.a == kF32 && variant.b == kF32;
+    if (!caps.isDisabled("coopmat") && !bothF32) {
+        struct Candidate
+        {
+            bool usable;
+            const std::vector<CoopmatShape>* shapes;
+            const char* path;
+            bool khr, bf16;
+        };
+        std::vector<Candidate> candidates;
+        if (anyBf16) {
+            candidates.push_back({ view.coopmatKHR && bothBf16OrF32, &view.khrBf16Shapes, "coopmat-khr-bf16", true, true });
+        } else {
+            candidates.push_back({ view.coopmatKHR && !caps.isDisabled("coopmat-khr"), &view.khrF16Shapes,
+                                   "coopmat-khr", true, false });
+            candidates.push_back({ view.coopmatNV && !caps.isDisabled("coopmat-nv"), &view.nvF16Shapes, "coopmat-nv",
+                                   false, false });
+        }
+        for (const auto& candidate : candidates) {
+            CoopmatConfig config;
+            if (!candidate.usable || !chooseCoopmat(view, *candidate.shapes, p.m, p.n, p.batch, config)) {
+                continue;
+            }
+            variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 8);
+            variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 8);
+            Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };
+            checkGrid(check, view, grid[0], grid[1], grid[2]);
+            std::vector<uint32_t> spirv = builtinSpirv(coopmatVariant(config));
+            // The KHR form uses SPIR-V newer than the linked SPIRV-Tools: the
+            // Algorithm leaves its validation to the driver (and the
+            // validation layer); the pass's own tests check its structure.
+            if (candidate.khr) {
+                spirv = internal::coopmatNvToKhr(spirv, candidate.bf16);
+            }
+            addDispatch(buildAlgorithm(device, bound, spirv, grid, coopmatSpecialization(config, variant, candidate.bf16), push));
+            setPath(candidate.path);
+            return;
+        }
+    }
+
+    TiledConfig config = chooseTiled(view, p.m, p.n, p.batch, variant.b);
+    std::string problem = tiledProblem(config, variant.b, view);
+    if (!problem.empty()) {
+        check.fail(format("no tile shape of the tiled kernel fits '{}': {}", view.name, problem));
+    }
+    variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 4);
+    variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 4);
+    Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };
+    checkGrid(check, view, grid[0], grid[1], grid[2]);
+    addDispatch(buildAlgorithm(device, bound, builtinSpirv("matmul_tiled"), grid, tiledSpecialization(config, variant), push));
+    setPath("tiled");
+}
+
+OpMatMul::OpMatMul(std::shared_ptr<Tensor> a,
+                   std::shared_ptr<Tensor> b,
+                   std::shared_ptr<Tensor> c,
+                   const MatMulParams& params)
+  : OpMatMul(std::vector<std::shared_ptr<Memory>>{ a, b, c }, params)
+{
+}
+
+OpMatMul::~OpMatMul() = default;
+
+} // namespace kp

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernels/MatMulConfig.hpp"
+
+#include <algorithm>
+
+#include "kompute/logger/Logger.hpp"
+
+namespace kp {
+namespace kernels {
+namespace matmul {
+
+using logger::format;
+
+namespace {
+
+// MatVec.glsl's shared array of partial sums.
+constexpr uint32_t kMatVecPartials = 64 * 8;
+
+uint32_t
+ceilDiv(uint64_t a, uint64_t b)
+{
+    return static_cast<uint32_t>((a + b - 1) / b);
+}
+
+// Workgroups of a problem of m x n in tiles of bm x bn.
+uint64_t
+tileCount(uint32_t m, uint32_t n, uint32_t batch, uint32_t bm, uint32_t bn)
+{
+    return uint64_t(ceilDiv(m, bm)) * ceilDiv(n, bn) * batch;
+}
+
+// Enough workgroups to fill the device twice over (SM count where known).
+uint64_t
+fillingTiles(const DeviceView& device)
+{
+    return device.smCount ? 2ull * device.smCount : 256;
+}
+
+} // namespace
+
+const char*
+elementTypeName(uint32_t type)
+{
+    switch (type) {
+        case kF32: return "f32";
+        case kF16: return "f16";
+        case kBF16: return "bf16";
+        case kQ8_0: return "q8_0";
+        case kQ4_0: return "q4_0";
+    }
+    return "unknown";
+}
+
+std::vector<uint32_t>
+tiledSpecialization(const TiledConfig& c, const GemmVariant& v)
+{
+    return { c.threads(), c.bm, c.bn, c.bk, c.tm, c.tn, v.a, v.b, v.c,
+             v.transA, v.transB, v.vecA, v.vecB, c.doubleBuffer };
+}
+
+std::vector<uint32_t>
+coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf16)
+{
+    return { c.threads(), c.bm, c.bn, c.bk, c.wm, c.wn, c.shape.m, c.shape.n, c.shape.k,
+             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer };
+}
+
+std::vector<uint32_t>
+matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
+{
+    return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks };
+}
+
+uint32_t
+tiledSharedBytes(const TiledConfig& c)
+{
+    return 4 * c.bk * (c.bm + c.bn) * (c.doubleBuffer ? 2 : 1);
+}
+
+uint32_t
+coopmatSharedBytes(const CoopmatConfig& c, bool transA, bool transB)
+{
+    uint32_t a = (transA ? c.bk : c.bm) * ((transA ? c.bm : c.bk) / 8 + 1) * 16;
+    uint32_t b = (transB ? c.bn : c.bk) * ((transB ? c.bk : c.bn) / 8 + 1) * 16;
+    uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
+    return (a + b) * (c.doubleBuffer ? 2 : 1) + warps * c.shape.m * c.shape.n * 4;
+}
+
+std::string
+tiledProblem(const TiledConfig& c, uint32_t bType, const DeviceView& device)
+{
+    if ((c.tm != 4 && c.tm != 8) || (c.tn != 4 && c.tn != 8)) {
+        return "TM and TN must be 4 or 8";
+    }
+    if (c.bm % c.tm || c.bn % c.tn || c.bk == 0) {
+        return "BM, BN must be multiples of TM, TN";
+    }
+    uint32_t threads = c.threads();
+    if (threads > device.maxInvocations) {
+        return format("{} threads exceed maxComputeWorkGroupInvocations {}", threads, device.maxInvocations);
+    }
+    if ((c.bm * c.bk) % (4 * threads) || (c.bk * c.bn) % (4 * threads)) {
+        return "the tiles are not whole 4-element chunks per thread";
+    }
+    if (isQuantized(bType) && (c.bk % 8 || (c.bk * c.bn / 4 / threads) % 2)) {
+        return "quantized B needs whole 8-weight groups per thread";
+    }
+    if (tiledSharedBytes(c) > device.maxSharedBytes) {
+        return format("{} bytes of shared memory exceed the device's {}", tiledSharedBytes(c), device.maxSharedBytes);
+    }
+    return {};
+}
+
+std::string
+coopmatVariant(const CoopmatConfig& c)
+{
+    // src/kernels/Shaders.cmake builds these.
+    static const char* const built[] = { "2x2", "2x4", "2x8", "4x2", "4x4", "4x8" };
+    if (c.shape.m == 0 || c.shape.n == 0 || c.wm % c.shape.m || c.wn % c.shape.n) {
+        return {};
+    }
+    std::string frags = std::to_string(c.wm / c.shape.m) + "x" + std::to_string(c.wn / c.shape.n);
+    for (const char* name : built) {
+        if (frags == name) {
+            return "matmul_coopmat_" + frags;
+        }
+    }
+    return {};
+}
+
+std::string
+coopmatProblem(const CoopmatConfig& c, const DeviceView& device)
+{
+    const auto& s = c.shape;
+    if (!s.m || !s.n || !s.k || s.m % 8 || s.n % 8 || s.k % 8) {
+        return "the cooperative-matrix shape must be multiples of 8";
+    }
+    if (c.bm % c.wm || c.bn % c.wn || c.wm % s.m || c.wn % s.n || c.bk % s.k) {
+        return "the tiles must be whole subgroup tiles and whole matrices";
+    }
+    if (coopmatVariant(c).empty()) {
+        return "no built-in variant has that many fragments per subgroup";
+    }
+    uint32_t threads = c.threads();
+    if (threads > device.maxInvocations) {
+        return format("{} threads exceed maxComputeWorkGroupInvocations {}", threads, device.maxInvocations);
+    }
+    if ((c.bm * c.bk / 8) % threads || (c.bk * c.bn / 8) % threads) {
+        return "the tiles are not whole 8-element chunks per thread";
+    }
+    uint32_t shared = std::max(coopmatSharedBytes(c, false, false), coopmatSharedBytes(c, true, true));
+    if (shared > device.maxSharedBytes) {
+        return format("{} bytes of shared memory exceed the device's {}", shared, device.maxSharedBytes);
+    }
+    return {};
+}
+
+std::string
+matVecProblem(const MatVecConfig& c, const DeviceView& device)
+{
+    if (c.threads == 0 || c.threads > device.maxInvocations || c.threads > kMatVecPartials) {
+        return format("{} threads per workgroup do not fit", c.threads);
+    }
+    uint32_t subgroups = ceilDiv(c.threads, std::max(device.subgroupSize, 1u));
+    if (c.rows == 0 || subgroups * c.rows > kMatVecPartials) {
+        return format("{} rows per workgroup of {} subgroups do not fit", c.rows, subgroups);
+    }
+    if (c.kSplit == 0 || c.threads % c.kSplit) {
+        return "the threads must split k evenly";
+    }
+    if (c.staged) {
+        uint32_t shared = c.rows * c.tileBlocks * 34 + kMatVecPartials * 4;
+        if (c.tileBlocks == 0 || c.tileBlocks % 8 || shared > device.maxSharedBytes) {
+            return "the staged step must be whole 16-byte chunks that fit in shared memory";
+        }
+    }
+    return {};
+}
+
+TiledConfig
+chooseTiled(const DeviceView& device, uint32_t m, uint32_t n, uint32_t batch, uint32_t bType)
+{
+    std::vector<TiledConfig> candidates;
+    if (device.isCpu()) {
+        candidates = { { 32, 32, 16, 4, 4 } };
+    } else {
+        if (tileCount(m, n, batch, 128, 128) >= fillingTiles(device)) {
+            candidates.push_back({ 128, 128, 16, 8, 8 });
+        }
+        candidates.push_back({ 64, 64, 16, 4, 4 });
+        candidates.push_back({ 64, 64, 32, 4, 4 });
+        candidates.push_back({ 32, 32, 16, 4, 4 });
+    }
+    candidates.push_back({ 16, 16, 16, 4, 4 }); // 16 threads: any device
+    for (const auto& c : candidates) {
+        if (tiledProblem(c, bType, device).empty()) {
+            return c;
+        }
+    }
+    return candidates.back();
+}
+
+bool
+chooseCoopmat(const DeviceView& device,
+              const std::vector<CoopmatShape>& shapes,
+              uint32_t m,
+              uint32_t n,
+              uint32_t batch,
+              CoopmatConfig& config)
+{
+    // NVIDIA's native shape first (m16n8k16), then any of whole 8s.
+    std::vector<CoopmatShape> ordered;
+    for (const auto& s : shapes) {
+        if (s.m == 16 && s.n == 8 && s.k == 16) {
+            ordered.insert(ordered.begin(), s);
+        } else if (s.m % 8 == 0 && s.n % 8 == 0 && s.k % 8 == 0 && s.m <= 32 && s.n <= 32) {
+            ordered.push_back(s);
+        }
+    }
+    for (const auto& shape : ordered) {
+        // The best of the H200 probe's third call (docs/matmul-tuning.md):
+        // 128 x 256 tiles of 64 x 64 per subgroup in one shared stage (178
+        // TFLOP/s at 8192^3), 128 x 128 tiles of 64 x 32 in two (170);
+        // smaller ones for products with too few tiles to fill the device.
+        std::vector<CoopmatConfig> candidates;
+        if (tileCount(m, n, batch, 128, 256) >= fillingTiles(device)) {
+            candidates.push_back({ 128, 256, 32, 64, 64, shape, device.subgroupSize, false });
+        }
+        if (tileCount(m, n, batch, 128, 128) >= fillingTiles(device) / 2) {
+            candidates.push_back({ 128, 128, 32, 64, 32, shape, device.subgroupSize, true });
+        }
+        candidates.push_back({ 64, 64, 32, 32, 32, shape, device.subgroupSize, true });
+        candidates.push_back({ 64, 64, 32, 32, 32, shape, device.subgroupSize, false });
+        for (const auto& c : candidates) {
+            if (coopmatProblem(c, device).empty()) {
+                config = c;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool
+matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64_t batchStride, uint32_t batch)
+{
+    // Rows of whole 16-byte chunks: 8 blocks (34 * 8 and 18 * 8 bytes).
+    const uint64_t eightBlocks = 8 * 32;
+    return isQuantized(wType) && k % eightBlocks == 0 && ld % eightBlocks == 0 && offset % eightBlocks == 0 &&
+           (batch == 1 || batchStride % eightBlocks == 0);
+}
+
+MatVecConfig
+chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool columnMode, bool stageable)
+{
+    MatVecConfig c;
+    if (columnMode) {
+        c.threads = std::min(256u, device.maxInvocations);
+        c.kSplit = 8;
+        c.rows = 1;
+        return c;
+    }
+    c.threads = device.isCpu() ? 64 : 128;
+    c.rows = isQuantized(wType) || device.isCpu() ? 4 : 2;
+    if (stageable) {
+        // One 4-byte unit per thread and row per step, 8 rows (the best of
+        // the H200 probe's second call: docs/matmul-tuning.md).
+        // Every device runs 128 invocations, so a step is whole 16-byte
+        // chunks (a multiple of 8 blocks).
+        c.threads = std::min(256u, device.maxInvocations);
+        c.rows = 8;
+        c.staged = true;
+        c.tileBlocks = c.threads / (wType == kQ8_0 ? 8 : 4);
+    }
+    while (ceilDiv(outputs, c.rows) > device.maxGroupCount[0] && c.rows < 64) {
+        c.rows *= 2;
+    }
+    while (!matVecProblem(c, device).empty() && c.threads > device.subgroupSize) {
+        c.threads /= 2;
+    }
+    if (c.staged && !matVecProblem(c, device).empty()) {
+        // Too little shared memory for the staged step: the plain row mode.
+        return chooseMatVec(device, outputs, wType, columnMode, false);
+    }
+    return c;
+}
+
+} // namespace matmul
+} // namespace kernels
+} // namespace kp

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// The matrix kernels' variants: tile shapes per device, and the
+// specialization and push constants that select them (mirroring the
+// shaders' constant_id and push-constant blocks). Shared by OpMatMul and the
+// tuning probe (benchmarks/probe), so that what is measured is what runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <vulkan/vulkan.hpp>
+
+namespace kp {
+namespace kernels {
+namespace matmul {
+
+/** Element types as the shaders number them (MatMulCommon.glsl). */
+enum ElementType : uint32_t
+{
+    kF32 = 0,
+    kF16 = 1,
+    kBF16 = 2,
+    kQ8_0 = 3,
+    kQ4_0 = 4,
+};
+
+const char* elementTypeName(uint32_t type);
+inline bool
+isQuantized(uint32_t type)
+{
+    return type == kQ8_0 || type == kQ4_0;
+}
+
+/** One matrix multiply-add shape of the device's cooperative matrices. */
+struct CoopmatShape
+{
+    uint32_t m = 0, n = 0, k = 0;
+};
+
+/** What the matrix kernels need to know about a device. */
+struct DeviceView
+{
+    std::string name;
+    uint32_t vendorID = 0;
+    vk::PhysicalDeviceType type = vk::PhysicalDeviceType::eOther;
+    uint32_t subgroupSize = 1;
+    bool subgroupArithmetic = false; // in compute shaders
+    bool storage16Bit = false;
+    uint32_t maxSharedBytes = 16384;
+    uint32_t maxInvocations = 128;
+    uint32_t maxGroupCount[3] = { 65535, 65535, 65535 };
+    uint32_t smCount = 0; // 0: unknown
+    uint32_t maxStorageRange = 1u << 27;
+    // Cooperative matrices usable by shaders (enabled, not disabled), with
+    // their f16 x f16 -> f32 and bf16 x bf16 -> f32 subgroup shapes.
+    bool coopmatNV = false;
+    bool coopmatKHR = false;
+    std::vector<CoopmatShape> nvF16Shapes;
+    std::vector<CoopmatShape> khrF16Shapes;
+    std::vector<CoopmatShape> khrBf16Shapes;
+    // 4x8-bit packed integer dot products, signed and mixed, accelerated.
+    bool intDot = false;
+
+    bool isCpu() const { return type == vk::PhysicalDeviceType::eCpu; }
+    bool isNvidia() const { return vendorID == 0x10DE; }
+};
+
+/** Tiled GEMM (MatMulTiled.comp): BM x BN tiles, BK deep, TM x TN per
+ * thread. */
+struct TiledConfig
+{
+    uint32_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
+    bool doubleBuffer = false; // two shared tiles, one barrier per tile
+    uint32_t threads() const { return (bm / tm) * (bn / tn); }
+};
+
+/** Cooperative-matrix GEMM (MatMulCoopmat.comp): BM x BN tiles, BK deep,
+ * WM x WN per subgroup, in lM x lN x lK multiply-adds. */
+struct CoopmatConfig
+{
+    uint32_t bm = 128, bn = 128, bk = 32, wm = 64, wn = 32;
+    CoopmatShape shape{ 16, 8, 16 };
+    uint32_t subgroupSize = 32;
+    bool doubleBuffer = true; // two shared tiles, one barrier per tile
+    uint32_t threads() const { return (bm / wm) * (bn / wn) * subgroupSize; }
+};
+
+/** Mat-vec (MatVec.comp): `rows` outputs per workgroup of `threads`; column
+ * mode splits k over `kSplit` threads per output; `staged` quantized rows
+ * go through shared memory `tileBlocks` blocks at a time. */
+struct MatVecConfig
+{
+    uint32_t threads = 128, rows = 2, kSplit = 8;
+    bool staged = false;
+    uint32_t tileBlocks = 32;
+};
+
+/** Types, transposes and alignment of one GEMM. */
+struct GemmVariant
+{
+    uint32_t a = kF32, b = kF32, c = kF32;
+    bool transA = false, transB = false;
+    bool vecA = false, vecB = false; // wide loads allowed (see the shaders)
+};
+
+struct MatVecVariant
+{
+    uint32_t x = kF32, w = kF32, out = kF32;
+    bool columnMode = false;
+    bool vecW = false, vecX = false;
+};
+
+/** The push-constant blocks (GemmParams in MatMulParams.glsl, MatVecParams
+ * in MatVec.glsl). */
+struct GemmPush
+{
+    uint32_t m, n, k;
+    uint32_t lda, ldb, ldc;
+    uint32_t strideA, strideB, strideC;
+    uint32_t offsetA, offsetB, offsetC;
+    float alpha, beta;
+};
+struct MatVecPush
+{
+    uint32_t rows, k;
+    uint32_t xStride, ldw, outStride;
+    uint32_t xBatchStride, wBatchStride, outBatchStride;
+    uint32_t xOffset, wOffset, outOffset;
+    float alpha, beta;
+};
+
+std::vector<uint32_t> tiledSpecialization(const TiledConfig& config, const GemmVariant& variant);
+std::vector<uint32_t> coopmatSpecialization(const CoopmatConfig& config,
+                                            const GemmVariant& variant,
+                                            bool stageBf16);
+std::vector<uint32_t> matVecSpecialization(const MatVecConfig& config, const MatVecVariant& variant);
+
+/** Empty when `config` runs on `device` for B of type `bType`; else why not. */
+std::string tiledProblem(const TiledConfig& config, uint32_t bType, const DeviceView& device);
+std::string coopmatProblem(const CoopmatConfig& config, const DeviceView& device);
+std::string matVecProblem(const MatVecConfig& config, const DeviceView& device);
+
+/** The tiles this device runs a GEMM of m x n (batch times) with. */
+TiledConfig chooseTiled(const DeviceView& device, uint32_t m, uint32_t n, uint32_t batch, uint32_t bType);
+/** Cooperative-matrix tiles from `shapes` (the device's, for the operand
+ * types); false when none fits the device. */
+bool chooseCoopmat(const DeviceView& device,
+                   const std::vector<CoopmatShape>& shapes,
+                   uint32_t m,
+                   uint32_t n,
+                   uint32_t batch,
+                   CoopmatConfig& config);
+/** `stageable`: quantized rows of whole 16-byte chunks (see
+ * matVecStageable). */
+MatVecConfig chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool columnMode, bool stageable);
+/** Whether quantized rows of k weights, `ld` apart from `offset` (weights,
+ * batches `batchStride` apart), start and end on 16-byte boundaries. */
+bool matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64_t batchStride, uint32_t batch);
+
+/** The built-in variant of the cooperative-matrix kernel for `config`'s
+ * fragments per subgroup ("matmul_coopmat_4x4"); empty if none is built. */
+std::string coopmatVariant(const CoopmatConfig& config);
+
+/** Bytes of shared memory each kernel's variant declares. */
+uint32_t tiledSharedBytes(const TiledConfig& config);
+uint32_t coopmatSharedBytes(const CoopmatConfig& config, bool transA, bool transB);
+
+} // namespace matmul
+} // namespace kernels
+} // namespace kp

@@ -1,0 +1,137 @@
+// Shared by the matrix kernels (MatMulTiled, MatMulCoopmat, MatVec, GetRows):
+// operand element types, raw views of a binding, and element loads that
+// convert f32/f16/bf16 and dequantize the GGUF blocks Q8_0 and Q4_0.
+//
+// Operands are bound as raw words (uint16/uint/uvec2/uvec4 views of one
+// binding) rather than typed arrays, so that one module serves every element
+// type (chosen by specialization constants; drivers drop the dead branches)
+// and needs only 16-bit storage, not 16-bit arithmetic. The 16-bit view makes
+// the last element of an odd-sized 16-bit tensor, and the 2-byte-aligned
+// GGUF blocks, readable without reading past the binding.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : enable
+
+// Element types (src/kernels/MatMul.cpp mirrors these values).
+const uint TYPE_F32 = 0u;
+const uint TYPE_F16 = 1u;
+const uint TYPE_BF16 = 2u;
+const uint TYPE_Q8_0 = 3u; // {f16 d; int8 qs[32]}: 34 bytes per 32 weights
+const uint TYPE_Q4_0 = 4u; // {f16 d; uint8 qs[16]}: 18 bytes per 32 weights
+
+// Block sizes in 16-bit words.
+const uint Q8_0_BLOCK_U16 = 17u;
+const uint Q4_0_BLOCK_U16 = 9u;
+
+float f16BitsToFloat(uint bits) { return unpackHalf2x16(bits).x; }
+float bf16BitsToFloat(uint bits) { return uintBitsToFloat(bits << 16); }
+vec2 bf16PairToVec2(uint word) { return uintBitsToFloat(uvec2(word << 16, word & 0xFFFF0000u)); }
+
+// Round-to-nearest-even f32 -> bf16 bits (NaN stays a quiet NaN).
+uint floatToBf16Bits(float value)
+{
+    uint u = floatBitsToUint(value);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+        return (u >> 16) | 0x40u;
+    }
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Declares the raw views NAME16/NAME32/NAME64/NAME128 of a read-only binding.
+#define OPERAND_VIEWS(BINDING, NAME)                                                  \
+    layout(set = 0, binding = BINDING) readonly buffer NAME##View16 { uint16_t NAME##16[]; };  \
+    layout(set = 0, binding = BINDING) readonly buffer NAME##View32 { uint NAME##32[]; };      \
+    layout(set = 0, binding = BINDING) readonly buffer NAME##View64 { uvec2 NAME##64[]; };     \
+    layout(set = 0, binding = BINDING) readonly buffer NAME##View128 { uvec4 NAME##128[]; };
+
+// Loads of a float operand NAME (f32, f16 or bf16) at element index e:
+//   NAME##Load(type, e)           one element
+//   NAME##Load4(type, e)          4 elements, e % 4 == 0 (one 8- or 16-byte load)
+//   NAME##Load8(type, e, lo, hi)  8 elements, e % 8 == 0 (16-byte loads)
+//   NAME##Bits8(type, e)          8 elements as 16-bit patterns (uvec4 of pairs),
+//                                 e % 8 == 0, rounded to bf16 if toBf16, else f16
+#define FLOAT_OPERAND_LOADS(NAME)                                                      \
+    float NAME##Load(uint type, uint e)                                                \
+    {                                                                                  \
+        if (type == TYPE_F32) {                                                        \
+            return uintBitsToFloat(NAME##32[e]);                                       \
+        }                                                                              \
+        uint bits = uint(NAME##16[e]);                                                 \
+        return type == TYPE_F16 ? f16BitsToFloat(bits) : bf16BitsToFloat(bits);       \
+    }                                                                                  \
+    vec4 NAME##Load4(uint type, uint e)                                                \
+    {                                                                                  \
+        if (type == TYPE_F32) {                                                        \
+            return uintBitsToFloat(NAME##128[e >> 2]);                                 \
+        }                                                                              \
+        uvec2 w = NAME##64[e >> 2];                                                    \
+        if (type == TYPE_F16) {                                                        \
+            return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));                     \
+        }                                                                              \
+        return vec4(bf16PairToVec2(w.x), bf16PairToVec2(w.y));                         \
+    }                                                                                  \
+    void NAME##Load8(uint type, uint e, out vec4 lo, out vec4 hi)                      \
+    {                                                                                  \
+        if (type == TYPE_F32) {                                                        \
+            lo = uintBitsToFloat(NAME##128[e >> 2]);                                   \
+            hi = uintBitsToFloat(NAME##128[(e >> 2) + 1u]);                            \
+            return;                                                                    \
+        }                                                                              \
+        uvec4 w = NAME##128[e >> 3];                                                   \
+        if (type == TYPE_F16) {                                                        \
+            lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));                       \
+            hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));                       \
+        } else {                                                                       \
+            lo = vec4(bf16PairToVec2(w.x), bf16PairToVec2(w.y));                       \
+            hi = vec4(bf16PairToVec2(w.z), bf16PairToVec2(w.w));                       \
+        }                                                                              \
+    }
+
+// Loads of a quantized operand NAME (Q8_0 or Q4_0) at weight index w (the
+// tensor's bytes are GGUF blocks; weight w is weight w % 32 of block w / 32):
+//   NAME##LoadQ(type, w)             one weight
+//   NAME##LoadQ8(type, w, lo, hi)    8 weights, w % 8 == 0
+#define QUANT_OPERAND_LOADS(NAME)                                                      \
+    float NAME##LoadQ(uint type, uint w)                                               \
+    {                                                                                  \
+        uint block = w >> 5;                                                           \
+        uint j = w & 31u;                                                              \
+        if (type == TYPE_Q8_0) {                                                       \
+            uint base = block * Q8_0_BLOCK_U16;                                        \
+            float d = f16BitsToFloat(uint(NAME##16[base]));                            \
+            int pair = int(uint(NAME##16[base + 1u + (j >> 1)]));                      \
+            return d * float(bitfieldExtract(pair, int((j & 1u) * 8u), 8));            \
+        }                                                                              \
+        uint base = block * Q4_0_BLOCK_U16;                                            \
+        float d = f16BitsToFloat(uint(NAME##16[base]));                                \
+        uint byteIndex = j & 15u;                                                      \
+        uint pair = uint(NAME##16[base + 1u + (byteIndex >> 1)]);                      \
+        uint shift = (byteIndex & 1u) * 8u + (j >> 4) * 4u;                            \
+        return d * (float(bitfieldExtract(pair, int(shift), 4)) - 8.0);                \
+    }                                                                                  \
+    void NAME##LoadQ8(uint type, uint w, out vec4 lo, out vec4 hi)                     \
+    {                                                                                  \
+        uint block = w >> 5;                                                           \
+        uint j = w & 31u;                                                              \
+        if (type == TYPE_Q8_0) {                                                       \
+            uint base = block * Q8_0_BLOCK_U16;                                        \
+            float d = f16BitsToFloat(uint(NAME##16[base]));                            \
+            uint q = base + 1u + (j >> 1);                                             \
+            int w0 = int(uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16));         \
+            int w1 = int(uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16));     \
+            lo = d * vec4(bitfieldExtract(w0, 0, 8), bitfieldExtract(w0, 8, 8),        \
+                          bitfieldExtract(w0, 16, 8), bitfieldExtract(w0, 24, 8));     \
+            hi = d * vec4(bitfieldExtract(w1, 0, 8), bitfieldExtract(w1, 8, 8),        \
+                          bitfieldExtract(w1, 16, 8), bitfieldExtract(w1, 24, 8));     \
+            return;                                                                    \
+        }                                                                              \
+        uint base = block * Q4_0_BLOCK_U16;                                            \
+        float d = f16BitsToFloat(uint(NAME##16[base]));                                \
+        uint q = base + 1u + ((j & 15u) >> 1);                                         \
+        uint w0 = uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16);                  \
+        uint w1 = uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16);             \
+        int shift = int(j >> 4) * 4; /* weights 16..31 are the high nibbles */         \
+        w0 >>= shift;                                                                  \
+        w1 >>= shift;                                                                  \
+        lo = d * (vec4(w0 & 15u, (w0 >> 8) & 15u, (w0 >> 16) & 15u, (w0 >> 24) & 15u) - 8.0); \
+        hi = d * (vec4(w1 & 15u, (w1 >> 8) & 15u, (w1 >> 16) & 15u, (w1 >> 24) & 15u) - 8.0); \
+    }

@@ -1,0 +1,288 @@
+#version 450
+// C = alpha * op(A) * op(B) + beta * C on cooperative matrices (tensor
+// cores), f32 accumulation. Written with GL_NV_cooperative_matrix (what
+// glslang 12 knows); src/kernels/CoopmatRewrite.cpp turns the module into
+// its VK_KHR_cooperative_matrix form, with bf16 operands when asked. The A,
+// B and accumulator types take their dimensions from three distinct
+// specialization constants (lM x lK, lK x lN, lM x lN), so they are
+// distinct types by construction, as the KHR form's Use operand needs.
+//
+// Each workgroup computes a BM x BN tile of C; each subgroup a WM x WN part
+// of it. Operands are staged BK deep in shared memory as 16-bit values
+// (f16, or bf16 bits when STAGE_BF16): f32 inputs are rounded, Q8_0/Q4_0
+// blocks dequantized on the way. The next tiles are loaded into registers
+// while the current ones are multiplied (and, DOUBLE_BUFFER, stored into
+// the other half of shared memory).
+//
+// The FM x FN fragments of a subgroup are separate variables, written out
+// by the preprocessor (one compiled variant per FM x FN): NVIDIA's compiler
+// put arrays of cooperative matrices in local memory, even with every loop
+// over them unrolled (36 TFLOP/s on the H200).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
+#include "MatMulCommon.glsl"
+#include "MatMulParams.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 32;
+layout(constant_id = 4) const uint WM = 64; // FM * lM
+layout(constant_id = 5) const uint WN = 64; // FN * lN
+layout(constant_id = 6) const uint lM = 16;
+layout(constant_id = 7) const uint lN = 8;
+layout(constant_id = 8) const uint lK = 16;
+layout(constant_id = 9) const uint A_TYPE = 1;
+layout(constant_id = 10) const uint B_TYPE = 1;
+layout(constant_id = 11) const uint C_TYPE = 0;
+layout(constant_id = 12) const uint TRANS_A = 0;
+layout(constant_id = 13) const uint TRANS_B = 0;
+layout(constant_id = 14) const uint VEC_A = 0; // 8-element chunks in one 16-byte load
+layout(constant_id = 15) const uint VEC_B = 0;
+layout(constant_id = 16) const uint STAGE_BF16 = 0;
+// Two shared tiles: the next tile is stored while the current one is
+// multiplied, one barrier per tile instead of two.
+layout(constant_id = 17) const uint DOUBLE_BUFFER = 1;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint WARPS_N = BN / WN;
+const uint WARPS = (BM / WM) * WARPS_N;
+#if !defined(FM) || !defined(FN)
+#error "compile with FM and FN: the fragments per subgroup"
+#endif
+const bool B_QUANT = B_TYPE == TYPE_Q8_0 || B_TYPE == TYPE_Q4_0;
+const uint STAGE_TYPE = STAGE_BF16 != 0 ? TYPE_BF16 : TYPE_F16;
+
+// Shared tiles in rows of 8-half chunks plus one chunk of padding (so that
+// the rows of a fragment fall into different banks). Rows follow the
+// operand's contiguous dimension: A[m][k] or A[k][m], B[n][k] or B[k][n].
+const uint SA = (TRANS_A != 0 ? BM : BK) / 8 + 1;
+const uint SB = (TRANS_B != 0 ? BK : BN) / 8 + 1;
+const uint A_CHUNKS = BM * BK / 8 / WG;
+const uint B_CHUNKS = BK * BN / 8 / WG;
+const uint A_TILE = (TRANS_A != 0 ? BK : BM) * SA;
+const uint B_TILE = (TRANS_B != 0 ? BN : BK) * SB;
+const uint BUFFERS = DOUBLE_BUFFER != 0 ? 2 : 1;
+shared uvec4 shA[A_TILE * BUFFERS];
+shared uvec4 shB[B_TILE * BUFFERS];
+// Per subgroup: one accumulator fragment on its way to C.
+shared float scratch[WARPS * lM * lN];
+
+#define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>
+#define A_T fcoopmatNV<16, gl_ScopeSubgroup, lM, lK>
+#define B_T fcoopmatNV<16, gl_ScopeSubgroup, lK, lN>
+// FOR_M(X) is X(0) ... X(FM - 1); FOR_N(X, i) is X(i, 0) ... X(i, FN - 1).
+#if FM == 1
+#define FOR_M(X) X(0)
+#elif FM == 2
+#define FOR_M(X) X(0) X(1)
+#elif FM == 4
+#define FOR_M(X) X(0) X(1) X(2) X(3)
+#elif FM == 8
+#define FOR_M(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#endif
+#if FN == 1
+#define FOR_N(X, i) X(i, 0)
+#elif FN == 2
+#define FOR_N(X, i) X(i, 0) X(i, 1)
+#elif FN == 4
+#define FOR_N(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3)
+#elif FN == 8
+#define FOR_N(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
+#endif
+#define FOR_J(X) FOR_N(X, 0)
+
+OPERAND_VIEWS(0, A)
+OPERAND_VIEWS(1, B)
+layout(set = 0, binding = 2) buffer CView32 { float C32[]; };
+layout(set = 0, binding = 2) buffer CView16 { float16_t C16[]; };
+FLOAT_OPERAND_LOADS(A)
+FLOAT_OPERAND_LOADS(B)
+QUANT_OPERAND_LOADS(B)
+
+uvec4 stA[A_CHUNKS];
+uvec4 stB[B_CHUNKS];
+
+uint pack2(float a, float b)
+{
+    if (STAGE_BF16 != 0) {
+        return floatToBf16Bits(a) | (floatToBf16Bits(b) << 16);
+    }
+    return packHalf2x16(vec2(a, b));
+}
+
+uvec4 pack8(vec4 lo, vec4 hi)
+{
+    return uvec4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+}
+
+// 8 elements of A or B from element `base` along the contiguous dimension
+// (index `at` of `extent` there); zeros outside the matrix.
+#define STAGE_CHUNK(NAME, TYPE, VEC)                                                   \
+    uvec4 NAME##Chunk(uint base, uint at, uint extent, bool inside)                    \
+    {                                                                                  \
+        if (!inside || (VEC != 0 && at >= extent)) {                                   \
+            return uvec4(0);                                                           \
+        }                                                                              \
+        if (VEC != 0 && TYPE == STAGE_TYPE) {                                          \
+            return NAME##128[base >> 3];                                               \
+        }                                                                              \
+        vec4 lo, hi;                                                                   \
+        if (VEC != 0) {                                                                \
+            NAME##Load8(TYPE, base, lo, hi);                                           \
+        } else {                                                                       \
+            for (uint i = 0; i < 4; ++i) {                                             \
+                lo[i] = at + i < extent ? NAME##Load(TYPE, base + i) : 0.0;            \
+                hi[i] = at + 4u + i < extent ? NAME##Load(TYPE, base + 4u + i) : 0.0;  \
+            }                                                                          \
+        }                                                                              \
+        return pack8(lo, hi);                                                          \
+    }
+STAGE_CHUNK(A, A_TYPE, VEC_A)
+STAGE_CHUNK(B, B_TYPE, VEC_B)
+
+void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
+{
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
+        uint c = tid + i * WG;
+        if (TRANS_A == 0) {
+            uint mm = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+            stA[i] = AChunk(baseA + (row0 + mm) * p.lda + k0 + kk, k0 + kk, p.k, row0 + mm < p.m);
+        } else {
+            uint kk = c / (BM / 8), mm = (c % (BM / 8)) * 8;
+            stA[i] = AChunk(baseA + (k0 + kk) * p.lda + row0 + mm, row0 + mm, p.m, k0 + kk < p.k);
+        }
+    }
+    [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
+        uint c = tid + i * WG;
+        if (B_QUANT) { // whole blocks along k (k % 32 == 0)
+            uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+            if (col0 + nn < p.n && k0 + kk < p.k) {
+                vec4 lo, hi;
+                BLoadQ8(B_TYPE, baseB + (col0 + nn) * p.ldb + k0 + kk, lo, hi);
+                stB[i] = pack8(lo, hi);
+            } else {
+                stB[i] = uvec4(0);
+            }
+        } else if (TRANS_B != 0) {
+            uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+            stB[i] = BChunk(baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n);
+        } else {
+            uint kk = c / (BN / 8), nn = (c % (BN / 8)) * 8;
+            stB[i] = BChunk(baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k);
+        }
+    }
+}
+
+void storeTiles(uint slot)
+{
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
+        uint c = tid + i * WG;
+        uint perRow = (TRANS_A != 0 ? BM : BK) / 8;
+        shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = stA[i];
+    }
+    [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
+        uint c = tid + i * WG;
+        uint perRow = (TRANS_B != 0 || B_QUANT ? BK : BN) / 8;
+        shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = stB[i];
+    }
+}
+
+// C = alpha * fragment + beta * C for the lM x lN fragment at (row, col).
+void storeFragment(ACC_T fragment, uint row, uint col, uint baseC, uint warp)
+{
+    bool readC = p.beta != 0.0;
+    uint scratchBase = warp * lM * lN;
+    coopMatStoreNV(fragment, scratch, scratchBase, lN, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    for (uint e = gl_SubgroupInvocationID; e < lM * lN; e += gl_SubgroupSize) {
+        uint r = row + e / lN;
+        uint c = col + e % lN;
+        if (r < p.m && c < p.n) {
+            uint index = baseC + r * p.ldc + c;
+            float value = p.alpha * scratch[scratchBase + e];
+            if (C_TYPE == TYPE_F32) {
+                C32[index] = readC ? value + p.beta * C32[index] : value;
+            } else {
+                C16[index] = float16_t(readC ? value + p.beta * float(C16[index]) : value);
+            }
+        }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+}
+
+void main()
+{
+    uint batch = gl_WorkGroupID.z;
+    uint row0 = gl_WorkGroupID.y * BM;
+    uint col0 = gl_WorkGroupID.x * BN;
+    uint baseA = p.offsetA + batch * p.strideA;
+    uint baseB = p.offsetB + batch * p.strideB;
+    uint baseC = p.offsetC + batch * p.strideC;
+    uint warp = gl_SubgroupID;
+    uint warpRow = (warp / WARPS_N) * WM;
+    uint warpCol = (warp % WARPS_N) * WN;
+
+#define ACC_DECLARE(i, j) ACC_T acc##i##j = ACC_T(0.0);
+#define ACC_ROW_DECLARE(i) FOR_N(ACC_DECLARE, i)
+    FOR_M(ACC_ROW_DECLARE)
+
+    uint tiles = (p.k + BK - 1) / BK;
+    loadTiles(0, row0, col0, baseA, baseB);
+    storeTiles(0);
+    barrier();
+    for (uint t = 0; t < tiles; ++t) {
+        uint slot = DOUBLE_BUFFER != 0 ? t & 1u : 0u;
+        if (t + 1 < tiles) {
+            loadTiles((t + 1) * BK, row0, col0, baseA, baseB);
+        }
+        uint aBase = slot * A_TILE, bBase = slot * B_TILE;
+        [[unroll]] for (uint kk = 0; kk < BK; kk += lK) {
+#define A_LOAD(i)                                                                          \
+            A_T a##i;                                                                      \
+            if (TRANS_A == 0) {                                                            \
+                coopMatLoadNV(a##i, shA, aBase + (warpRow + i * lM) * SA + kk / 8, SA, false); \
+            } else {                                                                       \
+                coopMatLoadNV(a##i, shA, aBase + kk * SA + (warpRow + i * lM) / 8, SA, true);  \
+            }
+#define B_LOAD(unused, j)                                                                  \
+            B_T b##j;                                                                      \
+            if (TRANS_B != 0 || B_QUANT) {                                                 \
+                coopMatLoadNV(b##j, shB, bBase + (warpCol + j * lN) * SB + kk / 8, SB, true);  \
+            } else {                                                                       \
+                coopMatLoadNV(b##j, shB, bBase + kk * SB + (warpCol + j * lN) / 8, SB, false); \
+            }
+#define MULTIPLY_ADD(i, j) acc##i##j = coopMatMulAddNV(a##i, b##j, acc##i##j);
+#define MULTIPLY_ROW(i) FOR_N(MULTIPLY_ADD, i)
+            FOR_M(A_LOAD)
+            FOR_J(B_LOAD)
+            FOR_M(MULTIPLY_ROW)
+        }
+        if (DOUBLE_BUFFER != 0) {
+            // The other buffer was last read before the previous barrier.
+            if (t + 1 < tiles) {
+                storeTiles(slot ^ 1u);
+            }
+            barrier();
+        } else {
+            barrier();
+            if (t + 1 < tiles) {
+                storeTiles(0);
+                barrier();
+            }
+        }
+    }
+
+    // Epilogue through the subgroup's scratch: bounds, alpha, beta, f16.
+#define STORE_FRAGMENT(i, j) storeFragment(acc##i##j, row0 + warpRow + i * lM, col0 + warpCol + j * lN, baseC, warp);
+#define STORE_ROW(i) FOR_N(STORE_FRAGMENT, i)
+    FOR_M(STORE_ROW)
+}

@@ -1,0 +1,438 @@
+#version 450
+// Matrix x vector: out[r] = alpha * sum_k W(r, k) * x[k] + beta * out[r], for
+// GEMMs with one row or one column (LLM decode). Compiled twice: plain, and
+// with INT_DOT defined (Q8_0/Q4_0 weights through integer dot products, the
+// activations quantized to int8 on the fly).
+//
+// Row mode (the weights of a linear layer, W[r][k] with k contiguous): each
+// workgroup computes ROWS outputs. Its threads split k: a thread loads a unit
+// of x once (16 bytes of weights' worth) and uses it for all ROWS rows, so
+// x is read once per ROWS rows; partial sums are reduced with subgroupAdd,
+// then across subgroups through shared memory. Quantized rows are read in
+// units of 4 quantized bytes (8 lanes per Q8_0 block, 4 per Q4_0 block), so
+// that a subgroup's loads stay within a few cache lines.
+// Column mode (W[k][r], r contiguous): each thread owns one output and a
+// slice of k; slices are summed through shared memory.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "MatMulCommon.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROWS = 2;     // outputs per workgroup (row mode)
+layout(constant_id = 2) const uint X_TYPE = 0;   // f32, f16 or bf16
+layout(constant_id = 3) const uint W_TYPE = 0;   // any TYPE_*
+layout(constant_id = 4) const uint OUT_TYPE = 0; // f32 or f16
+layout(constant_id = 5) const uint COLUMN_MODE = 0;
+// Row mode: W rows and offsets aligned to 16 bytes (8 f16, 4 f32), k a
+// multiple of the unit, so whole units load with one 16-byte load.
+layout(constant_id = 6) const uint VEC_W = 0;
+// x contiguous and aligned to a unit (vector loads of x).
+layout(constant_id = 7) const uint VEC_X = 0;
+layout(constant_id = 8) const uint K_SPLIT = 8;  // column mode: threads per output
+// Quantized rows staged through shared memory (rows of whole 16-byte
+// chunks): TILE_BLOCKS blocks of each of the ROWS rows per step.
+layout(constant_id = 9) const uint STAGED = 0;
+layout(constant_id = 10) const uint TILE_BLOCKS = 32;
+
+layout(push_constant) uniform MatVecParams
+{
+    uint rows, k;
+    uint xStride, ldw, outStride;
+    uint xBatchStride, wBatchStride, outBatchStride;
+    uint xOffset, wOffset, outOffset;
+    float alpha, beta;
+}
+p;
+
+OPERAND_VIEWS(0, X)
+OPERAND_VIEWS(1, W)
+layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
+layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
+FLOAT_OPERAND_LOADS(X)
+FLOAT_OPERAND_LOADS(W)
+QUANT_OPERAND_LOADS(W)
+
+const uint WG = gl_WorkGroupSize.x;
+const bool W_QUANT = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
+// Elements of one unit: 16 bytes of float weights, or 4 quantized bytes.
+const uint UNIT = W_TYPE == TYPE_F32 ? 4 : (W_TYPE == TYPE_Q8_0 ? 4 : 8);
+
+shared float partial[64 * 8]; // [subgroup][row] (row mode) or [slice][output]
+
+// The staged row mode (STAGED, for quantized rows of whole 16-byte chunks):
+// a subgroup reading quantized rows 2 bytes at a time touches each 32-byte
+// sector several times; staged, every sector is read once with 16-byte
+// loads, the units are picked out of shared memory, and the loads of the
+// next step are in flight while the current one is multiplied. Each step
+// holds TILE_BLOCKS blocks of each of the ROWS rows (best on the H200: one
+// unit per thread and row per step; a thread per whole block, tried after,
+// was slower: see docs/matmul-tuning.md).
+const uint BLOCK_BYTES = W_TYPE == TYPE_Q8_0 ? 34u : 18u;
+const uint UNITS_PER_BLOCK = W_TYPE == TYPE_Q8_0 ? 8u : 4u;
+const uint TILE_U4 = TILE_BLOCKS * BLOCK_BYTES / 16u; // TILE_BLOCKS % 8 == 0
+const uint TILE_WORDS = TILE_U4 * 4u;
+const uint TILE_UNITS = TILE_BLOCKS * UNITS_PER_BLOCK;
+const uint STAGE_LOADS = (ROWS * TILE_U4 + WG - 1u) / WG;
+shared uint tile[STAGED != 0 ? ROWS * TILE_WORDS : 1u];
+uvec4 staged[STAGE_LOADS];
+
+void writeOut(uint index, float sum)
+{
+    float value = p.alpha * sum;
+    if (OUT_TYPE == TYPE_F32) {
+        Out32[index] = p.beta != 0.0 ? value + p.beta * Out32[index] : value;
+    } else {
+        Out16[index] = float16_t(p.beta != 0.0 ? value + p.beta * float(Out16[index]) : value);
+    }
+}
+
+// Sums each row's partial sums over the workgroup and writes the outputs.
+void reduceAndWrite(float sums[ROWS], uint row0, uint outBase)
+{
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        float s = subgroupAdd(sums[r]);
+        if (subgroupElect()) {
+            partial[gl_SubgroupID * ROWS + r] = s;
+        }
+    }
+    barrier();
+    if (tid < ROWS && row0 + tid < p.rows) {
+        float s = 0.0;
+        for (uint g = 0; g < gl_NumSubgroups; ++g) {
+            s += partial[g * ROWS + tid];
+        }
+        writeOut(outBase + (row0 + tid) * p.outStride, s);
+    }
+}
+
+float xAt(uint base, uint i) { return XLoad(X_TYPE, base + i * p.xStride); }
+
+// x values of the unit starting at element k0 (Q4_0: elements k0..k0+3 and
+// k0+16..k0+19 of a block, since a byte holds weights j and j + 16).
+void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
+{
+    hi = vec4(0);
+    if (W_TYPE == TYPE_Q4_0) {
+        if (VEC_X != 0) {
+            lo = XLoad4(X_TYPE, xBase + k0);
+            hi = XLoad4(X_TYPE, xBase + k0 + 16u);
+        } else {
+            for (uint i = 0; i < 4; ++i) {
+                lo[i] = xAt(xBase, k0 + i);
+                hi[i] = xAt(xBase, k0 + 16u + i);
+            }
+        }
+        return;
+    }
+    if (UNIT == 8) {
+        if (VEC_X != 0) {
+            XLoad8(X_TYPE, xBase + k0, lo, hi);
+        } else {
+            for (uint i = 0; i < 4; ++i) {
+                lo[i] = xAt(xBase, k0 + i);
+                hi[i] = xAt(xBase, k0 + 4u + i);
+            }
+        }
+        return;
+    }
+    if (VEC_X != 0) {
+        lo = XLoad4(X_TYPE, xBase + k0);
+    } else {
+        for (uint i = 0; i < 4; ++i) {
+            lo[i] = xAt(xBase, k0 + i);
+        }
+    }
+}
+
+// The unit index u of a row: its first element, for loadXUnit.
+uint unitStart(uint u)
+{
+    if (W_TYPE == TYPE_Q8_0) {
+        return u * 4u; // 8 units per block, contiguous
+    }
+    if (W_TYPE == TYPE_Q4_0) {
+        return (u >> 2) * 32u + (u & 3u) * 4u; // 4 units per block
+    }
+    return u * UNIT;
+}
+
+// The 4 quantized bytes of unit u of the row starting at weight rowStart.
+uint quantWord(uint rowStart, uint u, out float d)
+{
+    uint perBlock = W_TYPE == TYPE_Q8_0 ? 8u : 4u;
+    uint blockU16 = W_TYPE == TYPE_Q8_0 ? Q8_0_BLOCK_U16 : Q4_0_BLOCK_U16;
+    uint base = (rowStart >> 5) * blockU16 + (u / perBlock) * blockU16;
+    d = f16BitsToFloat(uint(W16[base]));
+    uint q = base + 1u + (u % perBlock) * 2u;
+    return uint(W16[q]) | (uint(W16[q + 1u]) << 16);
+}
+
+#ifdef INT_DOT
+#extension GL_EXT_spirv_intrinsics : require
+// OpSDot / OpSUDot on 4 packed 8-bit lanes (SPV_KHR_integer_dot_product;
+// glslang 12 predates GL_EXT_integer_dot_product, so the instructions are
+// spelled out).
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int dotPackedSS(uint a, uint b, spirv_literal uint packedFormat);
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
+int dotPackedSU(uint signedA, uint unsignedB, spirv_literal uint packedFormat);
+
+// Quantizes 4 activations to int8 with their own scale (returned).
+uint quantize4(vec4 v, out float scale)
+{
+    float amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+    scale = amax / 127.0;
+    float inv = amax > 0.0 ? 127.0 / amax : 0.0;
+    ivec4 q = ivec4(round(v * inv));
+    return uint(q.x & 255) | (uint(q.y & 255) << 8) | (uint(q.z & 255) << 16) | (uint(q.w & 255) << 24);
+}
+#endif
+
+// A unit's 4 quantized bytes (scale d) against its x values.
+float quantDot(uint word, float d, vec4 xlo, vec4 xhi)
+{
+    if (W_TYPE == TYPE_Q8_0) {
+        ivec4 q = ivec4(bitfieldExtract(int(word), 0, 8), bitfieldExtract(int(word), 8, 8),
+                        bitfieldExtract(int(word), 16, 8), bitfieldExtract(int(word), 24, 8));
+        return d * dot(vec4(q), xlo);
+    }
+    vec4 lo = vec4(word & 15u, (word >> 8) & 15u, (word >> 16) & 15u, word >> 24 & 15u) - 8.0;
+    vec4 hi = vec4((word >> 4) & 15u, (word >> 12) & 15u, (word >> 20) & 15u, word >> 28) - 8.0;
+    return d * (dot(lo, xlo) + dot(hi, xhi));
+}
+
+float rowModeUnit(uint wRow, uint u, vec4 xlo, vec4 xhi)
+{
+    if (W_QUANT) {
+        float d;
+        uint word = quantWord(wRow, u, d);
+        return quantDot(word, d, xlo, xhi);
+    }
+    uint e = wRow + u * UNIT;
+    if (UNIT == 8) {
+        vec4 lo, hi;
+        if (VEC_W != 0) {
+            WLoad8(W_TYPE, e, lo, hi);
+        } else {
+            for (uint i = 0; i < 4; ++i) {
+                lo[i] = WLoad(W_TYPE, e + i);
+                hi[i] = WLoad(W_TYPE, e + 4u + i);
+            }
+        }
+        return dot(lo, xlo) + dot(hi, xhi);
+    }
+    vec4 w;
+    if (VEC_W != 0) {
+        w = WLoad4(W_TYPE, e);
+    } else {
+        for (uint i = 0; i < 4; ++i) {
+            w[i] = WLoad(W_TYPE, e + i);
+        }
+    }
+    return dot(w, xlo);
+}
+
+void rowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+
+    float sums[ROWS];
+    for (uint r = 0; r < ROWS; ++r) {
+        sums[r] = 0.0;
+    }
+    // Units beyond k (only when k is not a multiple of the unit, float
+    // weights) are handled element by element below.
+    uint units = W_QUANT ? p.k / (W_TYPE == TYPE_Q8_0 ? 4u : 8u) : p.k / UNIT;
+    for (uint u = tid; u < units; u += WG) {
+        vec4 xlo, xhi;
+        loadXUnit(xBase, unitStart(u), xlo, xhi);
+#ifdef INT_DOT
+        float xScaleLo, xScaleHi = 0.0;
+        uint qxLo = quantize4(xlo, xScaleLo);
+        uint qxHi = W_TYPE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
+        // Q4_0 weights are q - 8: subtract 8 * sum(qx) once per unit.
+        int sumLo = dotPackedSS(qxLo, 0x01010101u, 0);
+        int sumHi = dotPackedSS(qxHi, 0x01010101u, 0);
+#endif
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            uint row = row0 + r;
+            if (row >= p.rows) {
+                break;
+            }
+            uint wRow = wBase + row * p.ldw;
+#ifdef INT_DOT
+            float d;
+            uint word = quantWord(wRow, u, d);
+            if (W_TYPE == TYPE_Q8_0) {
+                sums[r] += d * xScaleLo * float(dotPackedSS(word, qxLo, 0));
+            } else {
+                int lo = dotPackedSU(qxLo, word & 0x0F0F0F0Fu, 0) - 8 * sumLo;
+                int hi = dotPackedSU(qxHi, (word >> 4) & 0x0F0F0F0Fu, 0) - 8 * sumHi;
+                sums[r] += d * (xScaleLo * float(lo) + xScaleHi * float(hi));
+            }
+#else
+            sums[r] += rowModeUnit(wRow, u, xlo, xhi);
+#endif
+        }
+    }
+    if (!W_QUANT) {
+        for (uint kk = units * UNIT + tid; kk < p.k; kk += WG) {
+            float x = xAt(xBase, kk);
+            for (uint r = 0; r < ROWS; ++r) {
+                uint row = row0 + r;
+                if (row < p.rows) {
+                    sums[r] += x * WLoad(W_TYPE, wBase + row * p.ldw + kk);
+                }
+            }
+        }
+    }
+
+    reduceAndWrite(sums, row0, outBase);
+}
+
+// Loads step `t` of the ROWS rows into registers (16-byte chunks; zeros past
+// the rows' ends).
+void loadStage(uint t, uint row0, uint wBase, uint rowU4s)
+{
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0; i < STAGE_LOADS; ++i) {
+        uint e = tid + i * WG;
+        uint r = e / TILE_U4, q = e % TILE_U4;
+        uint at = t * TILE_U4 + q;
+        staged[i] = uvec4(0);
+        if (r < ROWS && row0 + r < p.rows && at < rowU4s) {
+            uint rowU4 = ((wBase + (row0 + r) * p.ldw) >> 5) * BLOCK_BYTES / 16u;
+            staged[i] = W128[rowU4 + at];
+        }
+    }
+}
+
+void storeStage()
+{
+    uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0; i < STAGE_LOADS; ++i) {
+        uint e = tid + i * WG;
+        if (e < ROWS * TILE_U4) {
+            uint base = (e / TILE_U4) * TILE_WORDS + (e % TILE_U4) * 4u;
+            tile[base] = staged[i].x;
+            tile[base + 1u] = staged[i].y;
+            tile[base + 2u] = staged[i].z;
+            tile[base + 3u] = staged[i].w;
+        }
+    }
+}
+
+// The 4 quantized bytes of unit u of the staged tile of row r, and their
+// block's scale (blocks are 2-byte aligned: two words funnelled when needed).
+uint stagedWord(uint r, uint u, out float d)
+{
+    uint block = u / UNITS_PER_BLOCK;
+    uint dByte = block * BLOCK_BYTES;
+    uint base = r * TILE_WORDS;
+    d = f16BitsToFloat((tile[base + (dByte >> 2)] >> ((dByte & 2u) * 8u)) & 0xFFFFu);
+    uint o = dByte + 2u + (u % UNITS_PER_BLOCK) * 4u;
+    uint w = base + (o >> 2);
+    return (o & 2u) != 0u ? (tile[w] >> 16) | (tile[w + 1u] << 16) : tile[w];
+}
+
+void stagedRowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+    uint rowBlocks = p.k >> 5;
+    uint rowU4s = rowBlocks * BLOCK_BYTES / 16u;
+    uint steps = (rowBlocks + TILE_BLOCKS - 1u) / TILE_BLOCKS;
+
+    float sums[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        sums[r] = 0.0;
+    }
+    loadStage(0, row0, wBase, rowU4s);
+    for (uint t = 0; t < steps; ++t) {
+        barrier(); // the previous step's units are read
+        storeStage();
+        barrier();
+        if (t + 1u < steps) {
+            loadStage(t + 1u, row0, wBase, rowU4s);
+        }
+        for (uint u = tid; u < TILE_UNITS; u += WG) {
+            uint unit = t * TILE_UNITS + u; // of the row
+            if (unit >= rowBlocks * UNITS_PER_BLOCK) {
+                break;
+            }
+            vec4 xlo, xhi;
+            loadXUnit(xBase, unitStart(unit), xlo, xhi);
+#ifdef INT_DOT
+            float xScaleLo, xScaleHi = 0.0;
+            uint qxLo = quantize4(xlo, xScaleLo);
+            uint qxHi = W_TYPE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
+            int sumLo = dotPackedSS(qxLo, 0x01010101u, 0);
+            int sumHi = dotPackedSS(qxHi, 0x01010101u, 0);
+#endif
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                float d;
+                uint word = stagedWord(r, u, d);
+#ifdef INT_DOT
+                if (W_TYPE == TYPE_Q8_0) {
+                    sums[r] += d * xScaleLo * float(dotPackedSS(word, qxLo, 0));
+                } else {
+                    int lo = dotPackedSU(qxLo, word & 0x0F0F0F0Fu, 0) - 8 * sumLo;
+                    int hi = dotPackedSU(qxHi, (word >> 4) & 0x0F0F0F0Fu, 0) - 8 * sumHi;
+                    sums[r] += d * (xScaleLo * float(lo) + xScaleHi * float(hi));
+                }
+#else
+                sums[r] += quantDot(word, d, xlo, xhi);
+#endif
+            }
+        }
+    }
+    reduceAndWrite(sums, row0, outBase);
+}
+
+void columnMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint tid = gl_LocalInvocationID.x;
+    uint outputs = WG / K_SPLIT;
+    uint local = tid % outputs;
+    uint slice = tid / outputs;
+    uint row = gl_WorkGroupID.x * outputs + local;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    float sum = 0.0;
+    if (row < p.rows) {
+        for (uint kk = slice; kk < p.k; kk += K_SPLIT) {
+            sum += xAt(xBase, kk) * WLoad(W_TYPE, wBase + kk * p.ldw + row);
+        }
+    }
+    partial[slice * outputs + local] = sum;
+    barrier();
+    if (slice == 0 && row < p.rows) {
+        for (uint s = 1; s < K_SPLIT; ++s) {
+            sum += partial[s * outputs + local];
+        }
+        writeOut(p.outOffset + batch * p.outBatchStride + row * p.outStride, sum);
+    }
+}
+
+void main()
+{
+    if (COLUMN_MODE != 0) {
+        columnMode();
+    } else if (STAGED != 0) {
+        stagedRowMode();
+    } else {
+        rowMode();
+    }
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// The matrix kernels' test harness: operands of every element type made from
+// random values (GGUF blocks through kp::quantize), a host reference product
+// in double precision, and the comparison with its tolerances.
+//
+// Tolerances (per element of C, against the reference on the operands as
+// the device holds them: rounded to f16/bf16, dequantized blocks):
+//   |c - ref| <= 4e-5 * S + r * |ref|,   S = |alpha| sum_k |a_ik b_kj| + |beta c0|
+// where 4e-5 covers f32 accumulation over the tests' k <= 600 (k * 2^-24
+// plus the reference's order), and r is the output rounding: 0 for f32 C,
+// 2^-10 for f16 C. The cooperative-matrix paths multiply f32 operands
+// rounded to f16 (to bf16 on bf16 matrices), so their reference rounds them
+// the same way, with 1e-4 for the order of their sums. The int-dot
+// mat-vec quantizes activations to int8 per 4 values, to within 1/254 of
+// the largest of them: |c - ref| <= S / 127 for it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <kompute/kernels/GetRows.hpp>
+#include <kompute/kernels/MatMul.hpp>
+
+#include "KernelTestSupport.hpp"
+
+namespace kp_test {
+
+enum class Elem
+{
+    F32,
+    F16,
+    BF16,
+    Q8_0,
+    Q4_0,
+};
+
+inline const char*
+elemName(Elem e)
+{
+    switch (e) {
+        case Elem::F32: return "f32";
+        case Elem::F16: return "f16";
+        case Elem::BF16: return "bf16";
+        case Elem::Q8_0: return "q8_0";
+        case Elem::Q4_0: return "q4_0";
+    }
+    return "?";
+}
+
+inline bool
+isQuant(Elem e)
+{
+    return e == Elem::Q8_0 || e == Elem::Q4_0;
+}
+
+inline kp::WeightFormat
+weightFormat(Elem e)
+{
+    return e == Elem::Q8_0 ? kp::WeightFormat::eQ8_0 : e == Elem::Q4_0 ? kp::WeightFormat::eQ4_0 : kp::WeightFormat::eNone;
+}
+
+inline DataTypes
+dataTypeOf(Elem e)
+{
+    return e == Elem::F16 ? DataTypes::eHalf : e == Elem::BF16 ? DataTypes::eBFloat16 : DataTypes::eFloat;
+}
+
+/** A tensor of `values` stored as `type`; `stored` gets the values as the
+ * device holds them (rounded, or dequantized). */
+inline std::shared_ptr<kp::Tensor>
+makeOperand(kp::Manager& mgr, Elem type, const std::vector<float>& values, std::vector<float>& stored)
+{
+    if (isQuant(type)) {
+        auto bytes = kp::quantize(weightFormat(type), values.data(), values.size());
+        stored = kp::dequantize(weightFormat(type), bytes.data(), values.size() / 32);
+        return mgr.tensor(bytes.data(), static_cast<uint32_t>(bytes.size()), 1, DataTypes::eUnsignedChar);
+    }
+    stored = roundTo(dataTypeOf(type), values);
+    return floatTensor(mgr, dataTypeOf(type), values);
+}
+
+/** One matrix product to run and check. */
+struct GemmCase
+{
+    kp::MatMulParams p;
+    Elem a = Elem::F32, b = Elem::F32, c = Elem::F32;
+    uint32_t seed = 1;
+    std::string label() const
+    {
+        return kp::logger::format("{}x{}x{} batch {} A {}{} B {}{} C {} alpha {} beta {} lda {} ldb {} ldc {} "
+                                  "off {}/{}/{}",
+                                  p.m, p.n, p.k, p.batch, elemName(a), p.transA ? "^T" : "", elemName(b),
+                                  p.transB ? "^T" : "", elemName(c), p.alpha, p.beta, p.lda, p.ldb, p.ldc,
+                                  p.offsetA, p.offsetB, p.offsetC);
+    }
+};
+
+/** Elements an operand needs: offset + (batch - 1) * stride + rows x ld. */
+inline uint64_t
+operandElements(uint32_t rows, uint32_t cols, uint32_t ld, uint64_t stride, uint64_t offset, uint32_t batch)
+{
+    ld = ld ? ld : cols;
+    stride = stride ? stride : uint64_t(rows) * ld;
+    return offset + (batch - 1) * stride + uint64_t(rows - 1) * ld + cols;
+}
+
+/** Runs `gc` on `mgr` and checks every element of C against the reference
+ * (and that elements of C outside the product kept their values). Returns
+ * the path the operation chose. */
+inline std::string
+runGemmCase(kp::Manager& mgr, const GemmCase& gc)
+{
+    SCOPED_TRACE(gc.label());
+    kp::MatMulParams p = gc.p;
+    p.formatB = weightFormat(gc.b);
+    uint32_t aRows = p.transA ? p.k : p.m, aCols = p.transA ? p.m : p.k;
+    uint32_t bRows = p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
+    uint32_t lda = p.lda ? p.lda : aCols, ldb = p.ldb ? p.ldb : bCols, ldc = p.ldc ? p.ldc : p.n;
+    uint64_t sA = p.strideA ? p.strideA : uint64_t(aRows) * lda;
+    uint64_t sB = p.strideB ? p.strideB : uint64_t(bRows) * ldb;
+    uint64_t sC = p.strideC ? p.strideC : uint64_t(p.m) * ldc;
+    uint64_t nA = operandElements(aRows, aCols, lda, sA, p.offsetA, p.batch) + 3;
+    uint64_t nB = operandElements(bRows, bCols, ldb, sB, p.offsetB, p.batch);
+    if (isQuant(gc.b)) {
+        nB = (nB + 31) / 32 * 32;
+    } else {
+        nB += 5;
+    }
+    uint64_t nC = operandElements(p.m, p.n, ldc, sC, p.offsetC, p.batch) + 2;
+
+    std::vector<float> aStored, bStored, cStored;
+    auto a = makeOperand(mgr, gc.a, randomValues(nA, gc.seed), aStored);
+    auto b = makeOperand(mgr, gc.b, randomValues(nB, gc.seed + 1), bStored);
+    // beta = 0 must not read C: start it as NaN there.
+    std::vector<float> c0 = p.beta != 0 ? randomValues(nC, gc.seed + 2) : std::vector<float>(nC, NAN);
+    auto c = makeOperand(mgr, gc.c, c0, cStored);
+
+    auto op = std::make_shared<kp::OpMatMul>(a, b, c, p);
+    mgr.sequence()->eval<kp::OpSyncDevice>({ a, b, c });
+    mgr.sequence()
+      ->record(op)
+      ->record<kp::OpSyncLocal>({ c })
+      ->eval();
+    std::vector<float> result = floatsOf(*c);
+
+    bool coopmat = op->path().rfind("coopmat", 0) == 0;
+    bool intDot = op->path() == "matvec-int-dot";
+    // What the multiplier sees: the cooperative-matrix paths round f32
+    // operands to f16, or to bf16 on bf16 matrices.
+    bool bf16Matrices = op->path() == "coopmat-khr-bf16";
+    auto seen = [&](Elem type, float v) {
+        if (!coopmat || type != Elem::F32) {
+            return v;
+        }
+        return bf16Matrices ? static_cast<float>(kp::bfloat16_t(v)) : static_cast<float>(kp::float16_t(v));
+    };
+    std::vector<bool> written(nC, false);
+    size_t failures = 0;
+    double outRounding = gc.c == Elem::F16 ? 1.0 / 1024 : 0.0;
+    double tolerance = intDot ? 1.0 / 127 : (coopmat ? 1e-4 : 4e-5);
+    for (uint32_t batch = 0; batch < p.batch; ++batch) {
+        for (uint32_t i = 0; i < p.m; ++i) {
+            for (uint32_t j = 0; j < p.n; ++j) {
+                double sum = 0, magnitude = 0;
+                for (uint32_t kk = 0; kk < p.k; ++kk) {
+                    uint64_t ia = p.offsetA + batch * sA + (p.transA ? uint64_t(kk) * lda + i : uint64_t(i) * lda + kk);
+                    uint64_t ib = p.offsetB + batch * sB + (p.transB ? uint64_t(j) * ldb + kk : uint64_t(kk) * ldb + j);
+                    double x = seen(gc.a, aStored[ia]), y = seen(gc.b, bStored[ib]);
+                    sum += x * y;
+                    magnitude += std::fabs(x * y);
+                }
+                uint64_t ic = p.offsetC + batch * sC + uint64_t(i) * ldc + j;
+                written[ic] = true;
+                double ref = p.alpha * sum + (p.beta != 0 ? p.beta * cStored[ic] : 0.0);
+                double old = p.beta != 0 ? std::fabs(p.beta * cStored[ic]) : 0.0;
+                double bound = tolerance * (std::fabs(p.alpha) * magnitude + old) +
+                               outRounding * std::fabs(ref) + 1e-6;
+                double error = std::fabs(result[ic] - ref);
+                if (!(error <= bound) && failures++ < 8) {
+                    ADD_FAILURE() << "C[" << batch << "][" << i << "][" << j << "] = " << result[ic]
+                                  << ", expected " << ref << " (error " << error << " > " << bound << ", path "
+                                  << op->path() << ")";
+                }
+            }
+        }
+    }
+    for (uint64_t i = 0; i < nC; ++i) {
+        bool same = std::isnan(cStored[i]) ? std::isnan(result[i]) : result[i] == cStored[i];
+        if (!written[i] && !same && failures++ < 8) {
+            ADD_FAILURE() << "C element " << i << " outside the product changed from " << cStored[i] << " to "
+                          << result[i];
+        }
+    }
+    EXPECT_EQ(failures, 0u) << "path " << op->path();
+    return op->path();
+}
+
+} // namespace kp_test

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::OpMatMul and kp::OpGetRows against host references, on every path the
+// device runs (on lavapipe: the tiled GEMM, forced with
+// KOMPUTE_ENV_DISABLE=matvec, and the mat-vec; on the H200 also the
+// cooperative-matrix and integer dot-product paths). Tolerances: see
+// MatMulTestSupport.hpp.
+#include "MatMulTestSupport.hpp"
+
+namespace kp_test {
+namespace {
+
+class MatMul : public KomputeTest
+{
+};
+
+kp::MatMulParams
+shape(uint32_t m, uint32_t n, uint32_t k, bool transA = false, bool transB = false)
+{
+    kp::MatMulParams p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.transA = transA;
+    p.transB = transB;
+    return p;
+}
+
+const std::vector<Elem> kInputTypes = { Elem::F32, Elem::F16, Elem::BF16 };
+
+// Shapes with every tail: one row, one column, sizes off every tile
+// multiple, k off the 32-weight block (float types only).
+const std::vector<std::array<uint32_t, 3>> kShapes = {
+    { 1, 1, 1 }, { 1, 37, 45 }, { 37, 1, 45 }, { 33, 65, 17 }, { 64, 64, 64 }, { 70, 130, 100 }, { 5, 3, 257 },
+};
+
+TEST_F(MatMul, EveryFloatTypeCombinationAndShapeOnEveryPath)
+{
+    for (bool forceTiled : { false, true }) {
+        DisablePaths disable(forceTiled ? "matvec,coopmat" : nullptr);
+        for (Elem a : kInputTypes) {
+            for (Elem b : kInputTypes) {
+                for (Elem c : { Elem::F32, Elem::F16 }) {
+                    for (const auto& s : kShapes) {
+                        GemmCase gc{ shape(s[0], s[1], s[2]), a, b, c };
+                        gc.seed = s[0] * 7 + s[2];
+                        std::string path = runGemmCase(mgr(), gc);
+                        if (forceTiled) {
+                            EXPECT_EQ(path, "tiled");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_F(MatMul, QuantizedWeightsEveryTypeAndShape)
+{
+    // The mat-vec reads rows of whole 16-byte chunks (k a multiple of 256)
+    // through shared memory, in steps of 32 (Q8_0) or 64 (Q4_0) blocks;
+    // "staged" in KOMPUTE_ENV_DISABLE turns that off.
+    for (const char* disabled : { (const char*)nullptr, "staged", "matvec,coopmat" }) {
+        DisablePaths disable(disabled);
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
+            for (Elem a : kInputTypes) {
+                for (Elem c : { Elem::F32, Elem::F16 }) {
+                    for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 1, 32 },
+                                                                              { 1, 45, 96 },
+                                                                              { 1, 37, 512 },
+                                                                              { 1, 9, 2304 },
+                                                                              { 3, 45, 64 },
+                                                                              { 33, 70, 160 },
+                                                                              { 65, 129, 32 } }) {
+                        GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, c };
+                        gc.seed = s[1] + s[2];
+                        std::string path = runGemmCase(mgr(), gc);
+                        if (disabled && std::string(disabled) == "matvec,coopmat") {
+                            EXPECT_EQ(path, "tiled");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_F(MatMul, TransposesOnEveryPath)
+{
+    for (bool forceTiled : { false, true }) {
+        DisablePaths disable(forceTiled ? "matvec,coopmat" : nullptr);
+        for (bool transA : { false, true }) {
+            for (bool transB : { false, true }) {
+                for (Elem type : { Elem::F32, Elem::F16 }) {
+                    for (const auto& s : std::vector<std::array<uint32_t, 3>>{
+                           { 1, 50, 33 }, { 41, 1, 70 }, { 35, 67, 29 }, { 64, 32, 48 } }) {
+                        runGemmCase(mgr(), GemmCase{ shape(s[0], s[1], s[2], transA, transB), type, type, Elem::F32 });
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_F(MatMul, AlphaBetaAddIntoC)
+{
+    for (bool forceTiled : { false, true }) {
+        DisablePaths disable(forceTiled ? "matvec,coopmat" : nullptr);
+        for (auto ab : std::vector<std::pair<float, float>>{ { 0.5f, 1.0f }, { -2.0f, 0.25f }, { 1.0f, 1.0f } }) {
+            for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 40, 64 }, { 40, 1, 64 }, { 30, 50, 64 } }) {
+                for (Elem c : { Elem::F32, Elem::F16 }) {
+                    GemmCase gc{ shape(s[0], s[1], s[2], false, true), Elem::F32, Elem::F16, c };
+                    gc.p.alpha = ab.first;
+                    gc.p.beta = ab.second;
+                    runGemmCase(mgr(), gc);
+                    gc.b = Elem::Q8_0;
+                    runGemmCase(mgr(), gc);
+                }
+            }
+        }
+    }
+}
+
+TEST_F(MatMul, BatchesLeadingDimensionsAndOffsets)
+{
+    for (bool forceTiled : { false, true }) {
+        DisablePaths disable(forceTiled ? "matvec,coopmat" : nullptr);
+        for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 33, 64 }, { 33, 1, 64 }, { 21, 35, 64 } }) {
+            for (bool transB : { false, true }) {
+                for (Elem b : { Elem::F32, Elem::F16, Elem::Q4_0 }) {
+                    if (isQuant(b) && !transB) {
+                        continue;
+                    }
+                    GemmCase gc{ shape(s[0], s[1], s[2], false, transB), Elem::F16, b, Elem::F32 };
+                    gc.p.batch = 3;
+                    gc.p.lda = s[2] + 3;
+                    gc.p.ldb = isQuant(b) ? s[2] + 32 : (transB ? s[2] + 1 : s[1] + 2);
+                    gc.p.ldc = s[1] + 5;
+                    gc.p.offsetA = 7;
+                    gc.p.offsetB = isQuant(b) ? 64 : 3;
+                    gc.p.offsetC = 11;
+                    gc.p.strideC = uint64_t(s[0]) * gc.p.ldc + 9; // gaps between batches
+                    gc.p.beta = 1;
+                    runGemmCase(mgr(), gc);
+                }
+            }
+        }
+    }
+}
+
+TEST_F(MatMul, ChoosesTheMatVecForOneRowOrColumn)
+{
+    auto a = mgr().tensor(std::vector<float>(64, 1.0f));
+    auto b = mgr().tensor(std::vector<float>(64 * 8, 1.0f));
+    auto c = mgr().tensor(std::vector<float>(64, 0.0f));
+    EXPECT_EQ(kp::OpMatMul(a, b, c, shape(1, 8, 64, false, true)).path(), "matvec");
+    EXPECT_EQ(kp::OpMatMul(b, a, c, shape(8, 1, 64)).path(), "matvec");
+    EXPECT_EQ(kp::OpMatMul(b, b, c, shape(8, 8, 8)).path(), "tiled");
+    DisablePaths disable("matvec");
+    EXPECT_EQ(kp::OpMatMul(a, b, c, shape(1, 8, 64, false, true)).path(), "tiled");
+}
+
+TEST_F(MatMul, ReRecordedSequencesRunAgainWithNewData)
+{
+    std::vector<float> aStored, bStored, cStored;
+    auto a = makeOperand(mgr(), Elem::F32, randomValues(64, 3), aStored);
+    auto b = makeOperand(mgr(), Elem::Q8_0, randomValues(64 * 16, 4), bStored);
+    auto c = makeOperand(mgr(), Elem::F32, std::vector<float>(16, 0.0f), cStored);
+    auto seq = mgr().sequence();
+    auto p = shape(1, 16, 64, false, true);
+    p.formatB = kp::WeightFormat::eQ8_0;
+    seq->record<kp::OpSyncDevice>({ a })->record<kp::OpMatMul>({ a, b, c }, p);
+    seq->record<kp::OpSyncLocal>({ c });
+    mgr().sequence()->eval<kp::OpSyncDevice>({ b });
+    for (int step = 0; step < 3; ++step) {
+        auto x = randomValues(64, 10 + step);
+        a->setData(x);
+        seq->eval();
+        auto out = c->vector<float>();
+        for (uint32_t j = 0; j < 16; ++j) {
+            double ref = 0;
+            for (uint32_t kk = 0; kk < 64; ++kk) {
+                ref += double(x[kk]) * bStored[j * 64 + kk];
+            }
+            EXPECT_NEAR(out[j], ref, 1e-4) << "step " << step << " j " << j;
+        }
+    }
+}
+
+// The fast paths of devices that have them (the H200: NV and KHR cooperative
+// matrices, bf16 ones, accelerated integer dot products), each forced in
+// turn; skipped where the device has none (lavapipe).
+TEST_F(MatMul, CooperativeMatrixAndIntDotPathsWhereTheDeviceHasThem)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    const auto& cm = caps.cooperativeMatrix;
+    struct Forced
+    {
+        bool available;
+        const char* disabled;
+        const char* path;
+        std::vector<std::pair<Elem, Elem>> types;
+    };
+    std::vector<std::pair<Elem, Elem>> f16Types = { { Elem::F16, Elem::F16 }, { Elem::F32, Elem::F16 },
+                                                    { Elem::F32, Elem::Q8_0 }, { Elem::F16, Elem::Q4_0 } };
+    std::vector<Forced> paths = {
+        { cm.khr, nullptr, "coopmat-khr", f16Types },
+        { cm.nv, "coopmat-khr", "coopmat-nv", f16Types },
+        { cm.khr && cm.bfloat16, nullptr, "coopmat-khr-bf16", { { Elem::BF16, Elem::BF16 }, { Elem::BF16, Elem::F32 } } },
+    };
+    bool ran = false;
+    for (const auto& forced : paths) {
+        if (!forced.available) {
+            continue;
+        }
+        DisablePaths disable(forced.disabled);
+        for (const auto& [a, b] : forced.types) {
+            for (Elem c : { Elem::F32, Elem::F16 }) {
+                for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 33, 70, 96 }, { 130, 260, 64 }, { 64, 64, 32 } }) {
+                    bool quant = isQuant(b);
+                    GemmCase gc{ shape(s[0], s[1], s[2], false, quant), a, b, c };
+                    gc.p.beta = s[0] == 130 ? 0.5f : 0.0f;
+                    EXPECT_EQ(runGemmCase(mgr(), gc), forced.path);
+                    if (!quant) {
+                        GemmCase transposed{ shape(s[0], s[1], s[2], true, true), a, b, c };
+                        EXPECT_EQ(runGemmCase(mgr(), transposed), forced.path);
+                    }
+                    ran = true;
+                }
+            }
+        }
+    }
+    if (caps.integerDotProduct.accelerated4x8BitPacked && caps.integerDotProduct.accelerated4x8BitPackedMixed) {
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
+            for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 45, 96 }, { 1, 300, 2304 } }) {
+                EXPECT_EQ(runGemmCase(mgr(), GemmCase{ shape(s[0], s[1], s[2], false, true), Elem::F32, b, Elem::F32 }),
+                          "matvec-int-dot");
+                ran = true;
+            }
+        }
+    }
+    if (!ran) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no cooperative matrices and no accelerated integer dot products";
+    }
+}
+
+// --- Bad input: clear errors before anything is recorded ----------------------
+
+TEST_F(MatMul, RejectsBadInputWithClearErrors)
+{
+    auto f32 = [&](uint32_t n) { return mgr().tensor(std::vector<float>(n, 1.0f)); };
+    auto a = f32(6 * 4), b = f32(4 * 5), c = f32(6 * 5);
+    auto p = shape(6, 5, 4);
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, f32(29), p); }, { "OpMatMul", "C holds 29 elements", "address 30" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(f32(23), b, c, p); }, { "A holds 23 elements" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, shape(6, 5, 0)); }, { "at least 1" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, a, p); }, { "C must be a tensor of its own" }));
+    auto lda = p;
+    lda.lda = 3;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, lda); }, { "leading dimension of A is 3" }));
+    auto strided = p;
+    strided.batch = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, strided); }, { "A holds 24 elements", "address 48" }));
+    strided.strideA = 10;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, strided); }, { "batch stride of A", "overlap" }));
+    auto ints = mgr().tensorT<uint32_t>(std::vector<uint32_t>(30, 1));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, ints, p); }, { "C holds eUnsignedInt elements" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ a, b }, p); },
+                           { "OpMatMul: needs 3 tensors {A, B, C}, 2 given" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(nullptr, b, c, p); }, { "tensor 'A' (operand 0) is null" }));
+    kp::Manager other;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, other.tensor(std::vector<float>(20, 1.0f)), c, p); },
+                           { "tensor 'B' belongs to another Manager" }));
+}
+
+TEST_F(MatMul, RejectsBadQuantizedWeights)
+{
+    auto x = mgr().tensor(std::vector<float>(64, 1.0f));
+    auto c = mgr().tensor(std::vector<float>(4, 0.0f));
+    auto blocks = [&](uint32_t bytes) {
+        return mgr().tensor(std::vector<uint8_t>(bytes, 0).data(), bytes, 1, DataTypes::eUnsignedChar);
+    };
+    auto p = shape(1, 4, 64, false, true);
+    p.formatB = kp::WeightFormat::eQ8_0;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, blocks(34 * 8 - 1), c, p); }, { "not whole q8_0 blocks of 34 bytes" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, blocks(34 * 7), c, p); }, { "B holds 224 weights", "address 256" }));
+    auto odd = shape(1, 4, 48, false, true);
+    odd.formatB = kp::WeightFormat::eQ4_0;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, blocks(18 * 8), c, odd); }, { "k = 48 is not a multiple of 32" }));
+    auto notTransposed = p;
+    notTransposed.transB = false;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, blocks(34 * 8), c, notTransposed); }, { "set transB" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, mgr().tensor(std::vector<float>(256, 0.0f)), c, p); },
+                           { "B must be an eUnsignedChar tensor of GGUF blocks, not eFloat" }));
+    auto offset = p;
+    offset.offsetB = 16;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, blocks(34 * 9), c, offset); }, { "multiples of 32" }));
+}
+
+// --- OpGetRows ------------------------------------------------------------------
+
+class GetRows : public KomputeTest
+{
+};
+
+TEST_F(GetRows, LooksUpRowsOfEveryTableType)
+{
+    for (Elem type : { Elem::F32, Elem::F16, Elem::BF16, Elem::Q8_0, Elem::Q4_0 }) {
+        SCOPED_TRACE(elemName(type));
+        const uint32_t tableRows = 11, cols = 96;
+        std::vector<float> stored;
+        auto table = makeOperand(mgr(), type, randomValues(tableRows * cols, 5), stored);
+        std::vector<uint32_t> idValues = { 3, 0, 10, 3, 7 };
+        auto ids = mgr().tensorT<uint32_t>(idValues);
+        auto out = mgr().tensor(std::vector<float>(idValues.size() * cols, -1.0f));
+        kp::GetRowsParams p{ static_cast<uint32_t>(idValues.size()), cols, weightFormat(type) };
+        mgr().sequence()
+          ->record<kp::OpSyncDevice>({ table, ids, out })
+          ->record<kp::OpGetRows>({ table, ids, out }, p)
+          ->record<kp::OpSyncLocal>({ out })
+          ->eval();
+        auto values = out->vector();
+        for (size_t i = 0; i < idValues.size(); ++i) {
+            for (uint32_t col = 0; col < cols; ++col) {
+                ASSERT_EQ(values[i * cols + col], stored[idValues[i] * cols + col]) << "row " << i << " col " << col;
+            }
+        }
+    }
+}
+
+TEST_F(GetRows, StridesOffsetsAndIdsPastTheTable)
+{
+    std::vector<float> stored;
+    auto table = makeOperand(mgr(), Elem::F16, randomValues(5 + 4 * 10, 6), stored);
+    auto ids = mgr().tensorT<uint32_t>({ 9, 2, 1, 4, 1000 });
+    auto out = mgr().tensor(std::vector<float>(2 + 4 * 8, -1.0f));
+    kp::GetRowsParams p{ 4, 7 };
+    p.tableStride = 10;
+    p.tableOffset = 5;
+    p.idsOffset = 1;
+    p.outStride = 8;
+    p.outOffset = 2;
+    mgr().sequence()
+      ->record<kp::OpSyncDevice>({ table, ids, out })
+      ->record<kp::OpGetRows>({ table, ids, out }, p)
+      ->record<kp::OpSyncLocal>({ out })
+      ->eval();
+    auto values = out->vector();
+    std::vector<uint32_t> used = { 2, 1, 4, 1000 };
+    for (uint32_t i = 0; i < 4; ++i) {
+        for (uint32_t col = 0; col < 8; ++col) {
+            float v = values[2 + i * 8 + col];
+            if (col == 7) {
+                EXPECT_EQ(v, -1.0f) << "the gap between rows is kept";
+            } else if (used[i] >= 4) {
+                EXPECT_TRUE(std::isnan(v)) << "an id past the table gives NaN";
+            } else {
+                EXPECT_EQ(v, stored[5 + used[i] * 10 + col]);
+            }
+        }
+    }
+}
+
+TEST_F(GetRows, RejectsBadInput)
+{
+    auto table = mgr().tensor(std::vector<float>(40, 1.0f));
+    auto ids = mgr().tensorT<uint32_t>({ 0, 1 });
+    auto out = mgr().tensor(std::vector<float>(20, 0.0f));
+    EXPECT_TRUE(throwsWith([&] { kp::OpGetRows(table, ids, out, { 3, 10 }); }, { "ids holds 2 elements" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpGetRows(table, ids, mgr().tensor(std::vector<float>(19, 0.0f)), { 2, 10 }); },
+                           { "out holds 19 elements" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpGetRows(table, table, out, { 2, 10 }); }, { "ids must be an eUnsignedInt" }));
+    auto bytes = mgr().tensor(std::vector<uint8_t>(35, 0).data(), 35, 1, DataTypes::eUnsignedChar);
+    EXPECT_TRUE(throwsWith([&] { kp::OpGetRows(bytes, ids, out, { 1, 32, kp::WeightFormat::eQ8_0 }); },
+                           { "not whole q8_0 blocks" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpGetRows(table, ids, out, { 2, 10, kp::WeightFormat::eQ4_0 }); },
+                           { "must be an eUnsignedChar tensor of GGUF blocks" }));
+}
+
+} // namespace
+} // namespace kp_test

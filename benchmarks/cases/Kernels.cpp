@@ -248,9 +248,12 @@ BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, con
             auto chunkOp = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, chunked);
             mgr.sequence()->record(chunkOp)->record<kp::OpSyncLocal>({ out })->eval();
             expectClose(out->vector(), expected, 1e-4, "attention decode, chunks of " + std::to_string(chunk));
-            auto& m = context.add("attention", variant + "_chunk" + std::to_string(chunk), "GB/s", true);
+            std::string chunkVariant = variant + "_chunk" + std::to_string(chunk);
+            auto& m = context.add("attention", chunkVariant, "GB/s", true);
             m.notes["check"] = "ok";
+            m.notes["path"] = chunkOp->path();
             measureOp(context, m, chunkOp, kvBytes);
+            addShare(context, "attention", chunkVariant, m);
         }
     }
 }

@@ -109,6 +109,35 @@ void setPythonError(std::exception_ptr error) noexcept;
 /** Adds the submodule kp._kp.llm. */
 void bindLlm(nb::module_& module);
 
+// --- DLPack (dlpack.cpp) ---------------------------------------------------------
+
+/** Memory.__dlpack__: a DLPack capsule over the host view of `self` (a
+ * kp.Memory) that keeps `self` alive; the arguments are the protocol's
+ * keyword arguments (None where not given). */
+nb::object memoryDlpack(nb::handle self,
+                        nb::handle stream,
+                        nb::handle maxVersion,
+                        nb::handle dlDevice,
+                        nb::handle copy);
+
+/** Memory.__dlpack_device__: (kDLCPU, 0), where the host view lives. */
+nb::tuple memoryDlpackDevice(nb::handle self);
+
+/** An array imported through DLPack, as numpy sees it. */
+struct ImportedArray
+{
+    /** A numpy array over the exporter's memory, with its shape and strides. */
+    nb::object array;
+    /** The elements are bfloat16, given as their uint16 bits. */
+    bool bfloat16Bits = false;
+};
+
+/** `data` imported through DLPack when it is an exporter other than a numpy
+ * array (or a DLPack capsule); nullopt for anything else. TypeError naming
+ * the problem for arrays in another device's memory and element types
+ * Kompute has no data type for. */
+std::optional<ImportedArray> importDlpack(nb::handle data, const char* what);
+
 // --- numpy (numpy.cpp) -----------------------------------------------------------
 
 /** numpy dtype name ("float32", "uint8", "bool", ...) of a data type;
@@ -116,7 +145,8 @@ void bindLlm(nb::module_& module);
 const char* numpyDtypeName(Memory::DataTypes dataType);
 
 /** A tensor holding a copy of `data` (anything numpy.ascontiguousarray
- * accepts, flattened). With asFloat32 the values are converted to float32
+ * accepts, or any DLPack exporter, flattened; strided data is copied once
+ * in C order). With asFloat32 the values are converted to float32
  * (Manager.tensor); otherwise the array's dtype decides the data type
  * (Manager.tensor_t). The GIL is released while the tensor is created. */
 std::shared_ptr<Tensor> tensorFromPython(Manager& manager,

@@ -348,7 +348,7 @@ bindTransformer(nb::module_& m)
 
     nb::enum_<AttentionPath>(m, "AttentionPath", "The kernel kp.OpAttention uses.")
       .value("auto", AttentionPath::eAuto, "decode for up to 4 query rows, prefill above")
-      .value("decode", AttentionPath::eDecode, "split over the context, partial results combined")
+      .value("decode", AttentionPath::eDecode, "split over the context; the last chunk to finish merges (one dispatch)")
       .value("prefill", AttentionPath::ePrefill, "tiled flash-attention kernel");
 
     nb::class_<OpAttention, KernelOp>(

@@ -454,6 +454,29 @@ NB_MODULE(_kp, m)
         "numpy.asarray(t): the host view, like data(). Raises kp.DestroyedError once the "
         "tensor or its Manager is destroyed.")
       .def(
+        "__dlpack__",
+        [](nb::handle self, nb::handle stream, nb::handle maxVersion, nb::handle dlDevice,
+           nb::handle copy) { return memoryDlpack(self, stream, maxVersion, dlDevice, copy); },
+        nb::kw_only(),
+        "stream"_a = nb::none(),
+        "max_version"_a = nb::none(),
+        "dl_device"_a = nb::none(),
+        "copy"_a = nb::none(),
+        keepGil,
+        "DLPack export of the host view, without a copy: numpy.from_dlpack(t) and "
+        "torch.from_dlpack(t) see the same memory as data(), a 1-D array of the tensor's dtype "
+        "(float16 as float16, bfloat16 as DLPack bfloat16, custom elements as uint8 bytes) on "
+        "the CPU device. That memory is the host view: for host and deviceAndHost tensors the "
+        "tensor's memory itself, for device tensors and images a staging copy that only OpSyncDevice "
+        "/ OpSyncLocal exchange with the device. The capsule, and the array a consumer makes of "
+        "it, keeps the tensor alive; the memory stays valid after destroy(), as data()'s does. "
+        "Raises kp.DestroyedError for a destroyed tensor, kp.Error for a storage tensor (no "
+        "host view), BufferError for copy=True or a dl_device other than the CPU.")
+      .def("__dlpack_device__",
+           &memoryDlpackDevice,
+           keepGil,
+           "(1, 0): DLPack's kDLCPU, device 0; the host view is in host memory.")
+      .def(
         "set_data",
         [](nb::handle self, ArrayLike values) { memorySetData(self, values.object); },
         "values"_a,
@@ -921,8 +944,8 @@ NB_MODULE(_kp, m)
         "memory_type"_a = MemoryTypes::eDevice,
         nb::keep_alive<0, 1>(),
         keepGil,
-        "A float32 tensor holding a copy of `data` (a list or array of any shape, flattened; "
-        "values are converted to float32).")
+        "A float32 tensor holding a copy of `data` (a list, an array or any object with "
+        "__dlpack__, of any shape and strides, flattened; values are converted to float32).")
       .def(
         "tensor_t",
         [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType, std::optional<DTypeArg> dtype) {
@@ -934,9 +957,12 @@ NB_MODULE(_kp, m)
         "dtype"_a = nb::none(),
         nb::keep_alive<0, 1>(),
         keepGil,
-        "A tensor holding a copy of the array `data` (flattened), with the array's dtype: "
+        "A tensor holding a copy of the array `data` (a numpy array, or any object with "
+        "__dlpack__ on the CPU, such as a torch tensor; any strides; flattened in C order), "
+        "with the array's dtype: "
         "bool, int8/16/32/64, uint8/16/32/64, float16/32/64 (int64 -> DataTypes.long, uint64 "
-        "-> ulong, float16 -> half), ml_dtypes.bfloat16 (-> DataTypes.bfloat16). Other dtypes "
+        "-> ulong, float16 -> half), ml_dtypes.bfloat16 or DLPack bfloat16 (-> "
+        "DataTypes.bfloat16). Other dtypes, and DLPack arrays in another device's memory, "
         "raise TypeError. With `dtype` (ours: a numpy dtype or kp.DataTypes) the data is "
         "converted to it first; dtype=kp.DataTypes.bfloat16 (or \"bfloat16\") rounds floats to "
         "bfloat16 and takes uint16 data as the raw bits.")

@@ -220,6 +220,20 @@ bfloat16Bits(nb::handle data, const char* what)
     return bits;
 }
 
+namespace {
+
+/** float32 values of bfloat16 bits (a uint16 array): exact, as bfloat16 is
+ * the upper half of a float32. */
+nb::object
+bfloat16BitsToFloat32(nb::handle bits)
+{
+    nb::module_ np = numpy();
+    nb::object wide = np.attr("asarray")(bits).attr("astype")("uint32");
+    return np.attr("left_shift")(wide, 16).attr("view")("float32");
+}
+
+} // namespace
+
 std::shared_ptr<Tensor>
 tensorFromPython(Manager& manager,
                  nb::handle data,
@@ -228,28 +242,39 @@ tensorFromPython(Manager& manager,
                  nb::handle dtype)
 {
     const char* what = asFloat32 ? "Manager.tensor()" : "Manager.tensor_t()";
+    std::optional<DataTypes> wanted;
+    if (!asFloat32 && dtype.is_valid() && !dtype.is_none()) {
+        wanted = dataTypeFromPython(dtype, what);
+    }
+    nb::object source = nb::borrow(data);
+    bool bfloat16Source = false;
+    if (std::optional<ImportedArray> imported = importDlpack(data, what)) {
+        source = imported->array;
+        bfloat16Source = imported->bfloat16Bits;
+    }
+    // bfloat16 data stays bfloat16 unless another dtype is asked for.
+    bool asBfloat16 = wanted ? *wanted == DataTypes::eBFloat16 : bfloat16Source && !asFloat32;
+    if (bfloat16Source && !asBfloat16) {
+        source = bfloat16BitsToFloat32(source);
+    }
     nb::object array;
     if (asFloat32) {
-        array = contiguousArray(data, what, numpy().attr("float32"));
-    } else if (dtype.is_valid() && !dtype.is_none() &&
-               dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
-        array = bfloat16Bits(data, what);
-    } else if (dtype.is_valid() && !dtype.is_none()) {
-        DataTypes wanted = dataTypeFromPython(dtype, what);
-        const char* name = numpyDtypeName(wanted);
+        array = contiguousArray(source, what, numpy().attr("float32"));
+    } else if (asBfloat16) {
+        array = bfloat16Bits(source, what);
+    } else if (wanted) {
+        const char* name = numpyDtypeName(*wanted);
         if (name == nullptr) {
             throw nb::type_error((std::string(what) + ": dtype must be a numpy dtype or a "
                                                       "kp.DataTypes value other than custom")
                                    .c_str());
         }
-        array = contiguousArray(data, what, nb::str(name));
+        array = contiguousArray(source, what, nb::str(name));
     } else {
-        array = contiguousArray(data, what);
+        array = contiguousArray(source, what);
     }
-    DataTypes dataType = dataTypeOf(array.attr("dtype"), what);
-    if (dtype.is_valid() && !dtype.is_none() && dataTypeFromPython(dtype, what) == DataTypes::eBFloat16) {
-        dataType = DataTypes::eBFloat16; // the bits, as uint16
-    }
+    // bfloat16 elements are held as their bits, in a uint16 array.
+    DataTypes dataType = asBfloat16 ? DataTypes::eBFloat16 : dataTypeOf(array.attr("dtype"), what);
     uint32_t elementSize = Memory::dataTypeMemorySize(dataType);
     BufferView view(array, PyBUF_C_CONTIGUOUS, what);
     size_t count = view.size() / elementSize;

@@ -123,6 +123,40 @@ def test_decode_chunk_sizes(mgr, chunk):
                        decode_chunk=48)
 
 
+@pytest.mark.parametrize("cache_dtype", ["float16", "float32"])
+@pytest.mark.parametrize("group", [1, 4, 8])
+@pytest.mark.parametrize("kv_offset", [0, 3])
+def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
+    # The benchmark's head size, an odd context length, rows starting at
+    # multiples of 4 elements (vector loads) or not; evaluated three times
+    # with new queries, as the chunks' counters must be back at 0 after each.
+    kv_heads, d, capacity, position = 2, 128, 203, 196
+    heads = kv_heads * group
+    rng = np.random.default_rng(group + kv_offset)
+    q_values = rng.uniform(-1, 1, (1, heads, d)).astype(np.float32)
+    k_values = round_to(cache_dtype, rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    v_values = round_to(cache_dtype, rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    pad = np.zeros(kv_offset, dtype=np.float32)
+    q = mgr.tensor(q_values.ravel())
+    k = tensor_of(mgr, cache_dtype, np.concatenate([pad, k_values.ravel()]))
+    v = tensor_of(mgr, cache_dtype, np.concatenate([pad, v_values.ravel()]))
+    pos = mgr.tensor_t(np.array([position], dtype=np.uint32))
+    out = mgr.tensor(np.zeros(q_values.size))
+    op = kp.OpAttention([q, k, v, pos, out], heads=heads, kv_heads=kv_heads, head_dim=d, kv_capacity=capacity,
+                        kv_offset=kv_offset, decode_chunk=16)
+    mgr.sequence().record(kp.OpSyncDevice([k, v, pos])).eval()
+    seq = mgr.sequence()
+    seq.record(kp.OpSyncDevice([q]))
+    seq.record(op)
+    seq.record(kp.OpSyncLocal([out]))
+    for _ in range(3):
+        seq.eval()
+        expected = attention_reference(q_values, k_values, v_values, [position], True, group)
+        assert_near(out.data(), expected.ravel(), 2e-4)
+        q_values = rng.uniform(-1, 1, (1, heads, d)).astype(np.float32)
+        q.data()[:] = q_values.ravel()
+
+
 def test_recorded_decode_step_follows_the_position(mgr):
     heads, kv_heads, d, capacity = 4, 1, 16, 32
     rng = np.random.default_rng(5)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// OpAttention: the decode path splits each row's context into chunks
-// (shaders/AttentionSplit.comp, one workgroup per row, KV head and chunk)
-// and merges them (shaders/AttentionCombine.comp); the prefill path is a
+// OpAttention: the decode path splits each row's context into chunks, one
+// workgroup per row, KV head and chunk, the last of which to finish merges
+// them (shaders/AttentionSplit.comp, one dispatch); the prefill path is a
 // tiled flash-attention kernel (shaders/AttentionPrefill.comp).
 #include "kompute/kernels/Attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/KernelSupport.hpp"
@@ -103,16 +104,20 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                         check.offset32(p.positionsOffset, "positionsOffset") };
     uint32_t outOffset = check.offset32(p.outOffset, "outOffset");
     const auto& caps = check.caps();
-    auto reduction = kernels::reductionPath(caps);
     uint32_t causal = p.causal ? 1u : 0u;
     bool decode = p.path == AttentionPath::eDecode || (p.path == AttentionPath::eAuto && p.rows <= kAutoDecodeRows);
     std::string kv = kernels::typeName(kvType);
 
     if (decode) {
+        // One workgroup of 128 invocations (every device runs 128) per
+        // (row, KV head, chunk); see shaders/AttentionSplit.comp.
         uint32_t local = caps.localSize(128);
+        uint32_t vecs = p.headDim / 4;
         uint64_t wanted = uint64_t(p.kvCapacity) * p.rows * p.kvHeads / kDecodeTargetGroups;
         uint32_t chunk = std::min<uint32_t>(256, std::max<uint32_t>(16, floorPow2(std::max<uint64_t>(wanted, 1))));
-        auto sharedBytes = [&](uint32_t c) { return (uint64_t(group) * p.headDim + uint64_t(group) * c + 2 * local) * 4; };
+        auto sharedBytes = [&](uint32_t c) {
+            return (uint64_t(group) * p.headDim + uint64_t(group) * c + 2 * uint64_t(local)) * 4 + 16;
+        };
         if (p.decodeChunk != 0) {
             check.require(p.decodeChunk >= 16 && p.decodeChunk <= 256 && (p.decodeChunk & (p.decodeChunk - 1)) == 0,
                           format("decodeChunk = {} must be 0 or a power of two from 16 to 256", p.decodeChunk));
@@ -121,21 +126,14 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         while (chunk > 16 && sharedBytes(chunk) > caps.maxSharedBytes) {
             chunk /= 2;
         }
-        check.require(sharedBytes(chunk) <= caps.maxSharedBytes,
+        check.require(local >= vecs && sharedBytes(chunk) <= caps.maxSharedBytes,
                       format("heads / kvHeads = {} query heads of {} values need more shared memory than '{}' has "
                              "({} bytes)",
                              group, p.headDim, caps.deviceName, caps.maxSharedBytes));
-        // The combine keeps one weight per chunk in shared memory.
-        auto splitsOf = [&](uint32_t c) { return (p.kvCapacity + c - 1) / c; };
-        while (chunk < 256 && uint64_t(splitsOf(chunk)) * 4 + 64 > caps.maxSharedBytes) {
-            chunk *= 2;
-        }
-        check.require(sharedBytes(chunk) <= caps.maxSharedBytes &&
-                        uint64_t(splitsOf(chunk)) * 4 + 64 <= caps.maxSharedBytes,
-                      format("kvCapacity = {} is more than the decode path handles on '{}' ({} chunks of {})",
-                             p.kvCapacity, caps.deviceName, splitsOf(chunk), chunk));
-        uint32_t splits = splitsOf(chunk);
-        uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 2);
+        uint32_t splits = (p.kvCapacity + chunk - 1) / chunk;
+        // Partial results: per (row, head, chunk) the output and (max, sum),
+        // padded to whole vectors of 4.
+        uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 4);
         check.require(scratchElements * 4 <= check.device()->properties().limits.maxStorageBufferRange &&
                         scratchElements <= UINT32_MAX,
                       format("the decode path's partial results for {} rows ({} floats) exceed what one buffer "
@@ -143,26 +141,41 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                              p.rows, scratchElements));
         mScratch = std::make_shared<TensorT<float>>(check.device(), static_cast<size_t>(scratchElements),
                                                     Memory::MemoryTypes::eStorage);
+        // Zero once here (uploaded at creation); each dispatch leaves them 0.
+        mCounters = std::make_shared<TensorT<uint32_t>>(
+          check.device(), std::vector<uint32_t>(size_t(p.rows) * p.kvHeads, 0u), Memory::MemoryTypes::eStorage);
+
+        // Subgroup lanes per K row where shuffles work on full subgroups,
+        // else one invocation per row.
+        bool subgroups = caps.useSubgroups() && caps.subgroupShuffle && caps.subgroupSize >= 2 &&
+                         caps.subgroupSize <= local && local % caps.subgroupSize == 0;
+        uint32_t kLanes = subgroups ? std::min({ 8u, caps.subgroupSize, floorPow2(vecs) }) : 1;
+        // Up to 16 K loads in flight per invocation: kBatch vectors of
+        // kRows rows, no more rows per pass than the chunk holds, and at
+        // most 32 dot products (kRows x group) accumulated per invocation.
+        uint32_t kVecs = (vecs + kLanes - 1) / kLanes;
+        uint32_t kBatch = std::min(kVecs, 16u);
+        uint32_t kRows = std::max(1u, 16u / kVecs);
+        while (kRows > 1 && ((local / kLanes) * kRows > chunk || kRows * group > 32)) { // accumulators
+            kRows /= 2;
+        }
+        uint32_t vSlots = local / vecs;
+        // Vector loads where every row starts at a multiple of 4 elements.
+        bool vectorLoads = p.kvOffset % 4 == 0 && kvStride % 4 == 0;
+        std::string variant = "attention_split_" + kv + (subgroups ? "_sg" : "_sh") + (vectorLoads ? "_v4" : "");
         struct
         {
             AttentionPush base;
-            uint32_t splits;
-        } splitPush{ push, splits };
-        std::vector<std::shared_ptr<Memory>> splitTensors = { tensors[0], tensors[1], tensors[2], tensors[3], mScratch };
-        addDispatch(kernels::buildAlgorithm(check.device(), splitTensors,
-                                            kernels::builtinSpirv("attention_split_" + kv + reduction.suffix),
+            uint32_t splits, outRowStride, outOffset;
+        } decodePush{ push, splits, static_cast<uint32_t>(outStride), outOffset };
+        std::vector<std::shared_ptr<Memory>> decodeTensors = { tensors[0], tensors[1], tensors[2], tensors[3],
+                                                               tensors[4], mScratch, mCounters };
+        addDispatch(kernels::buildAlgorithm(check.device(), decodeTensors, kernels::builtinSpirv(variant),
                                             kernels::grid(uint64_t(p.rows) * p.kvHeads * splits, caps, "OpAttention"),
-                                            { local, p.headDim, group, chunk, causal }, splitPush));
-        struct
-        {
-            uint32_t rows, heads, splits, outRowStride, outOffset;
-        } combinePush{ p.rows, p.heads, splits, static_cast<uint32_t>(outStride), outOffset };
-        uint32_t combineLocal = caps.localSize(std::min<uint32_t>(128, p.headDim));
-        addDispatch(kernels::buildAlgorithm(check.device(), { mScratch, tensors[4] },
-                                            kernels::builtinSpirv("attention_combine"),
-                                            kernels::grid(uint64_t(p.rows) * p.heads, caps, "OpAttention"),
-                                            { combineLocal, p.headDim, splits }, combinePush));
-        setPath(std::string("decode-split-") + reduction.name);
+                                            { local, p.headDim, group, chunk, causal, kLanes, kVecs, kBatch, kRows,
+                                              vSlots },
+                                            decodePush));
+        setPath(std::string("decode-split-") + (subgroups ? "subgroup" : "shared-memory"));
         return;
     }
 

@@ -89,6 +89,7 @@ deviceCaps(const DeviceCapabilities& table, const vk::PhysicalDeviceLimits& limi
     caps.subgroupArithmetic = static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eArithmetic) &&
                               static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eBasic);
     caps.subgroupBallot = static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eBallot);
+    caps.subgroupShuffle = static_cast<bool>(operations & vk::SubgroupFeatureFlagBits::eShuffle);
     caps.disabled = table.disabledGroups;
     for (const auto& path : disabledPaths()) {
         if (!caps.isDisabled(path)) {

@@ -47,6 +47,7 @@ struct DeviceCaps
     uint32_t subgroupSize = 1;
     bool subgroupArithmetic = false; ///< subgroupAdd/Max etc. in compute shaders
     bool subgroupBallot = false;
+    bool subgroupShuffle = false;    ///< subgroupShuffle/ShuffleXor in compute shaders
     bool storage16Bit = false;       ///< 16-bit values in storage buffers (f16, bf16 tensors)
     uint32_t maxSharedBytes = 16384;
     uint32_t maxInvocations = 128;

@@ -58,11 +58,18 @@ foreach(t f32 f16)
     foreach(d IN LISTS _kernel_types)
         kompute_kernel_shader(setrows_${t}_${d} SetRows.comp SRC_TYPE=${_kernel_type_${t}} DST_TYPE=${_kernel_type_${d}})
     endforeach()
-    kompute_kernel_shader(attention_split_${t}_sg AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} SUBGROUP)
-    kompute_kernel_shader(attention_split_${t}_sh AttentionSplit.comp KV_TYPE=${_kernel_type_${t}})
+    # Decode: subgroup shuffles (_sg) or not (_sh), vector loads (_v4) where
+    # the cache's rows start at multiples of 4 elements.
+    foreach(v "" _v4)
+        set(_v "")
+        if(v STREQUAL "_v4")
+            set(_v VECTOR_LOADS)
+        endif()
+        kompute_kernel_shader(attention_split_${t}_sg${v} AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} SUBGROUP ${_v})
+        kompute_kernel_shader(attention_split_${t}_sh${v} AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} ${_v})
+    endforeach()
     kompute_kernel_shader(attention_prefill_${t} AttentionPrefill.comp KV_TYPE=${_kernel_type_${t}})
 endforeach()
-kompute_kernel_shader(attention_combine AttentionCombine.comp)
 
 # The matrix kernels: one module each, its element types chosen by
 # specialization constants (MatMulCommon.glsl).

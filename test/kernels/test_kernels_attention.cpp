@@ -168,15 +168,27 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
         { "prefill on the decode path", 9, 4, 2, 8, 30, {}, true, kp::AttentionPath::eDecode },
         { "decode, chunks of 16", 1, 4, 1, 16, 100, { 90 }, true, kp::AttentionPath::eDecode, 16 },
         { "decode, chunks of 256", 1, 4, 1, 16, 700, { 650 }, true, kp::AttentionPath::eDecode, 256 },
+        // The benchmark's head size: groups of 8 and 1, odd context lengths.
+        { "decode, group 8, head 128", 1, 16, 2, 128, 333, { 300 }, true, kp::AttentionPath::eDecode },
+        { "decode, group 1, head 128, chunks of 32", 2, 4, 4, 128, 161, { 100, 160 }, true, kp::AttentionPath::eDecode, 32 },
+        { "decode, group 4, head 96", 1, 8, 2, 96, 77, { 76 }, true, kp::AttentionPath::eDecode, 16 },
+        { "decode, group 4, head 256", 1, 4, 1, 256, 50, { 48 }, true, kp::AttentionPath::eDecode, 16 },
+        { "decode, head 4", 1, 2, 1, 4, 37, { 36 }, true, kp::AttentionPath::eDecode, 16 },
     };
     for (DataTypes cacheType : { DataTypes::eHalf, DataTypes::eFloat }) {
         for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
-            for (const auto& c : cases) {
+            for (size_t i = 0; i < cases.size(); ++i) {
+                const auto& c = cases[i];
                 bool decode = c.path == kp::AttentionPath::eDecode || (c.path == kp::AttentionPath::eAuto && c.rows <= 4);
                 if (disabled != nullptr && !decode) {
                     continue; // the prefill kernel has no subgroup variant
                 }
-                SCOPED_TRACE(std::string(c.name) + " " + shortName(cacheType) + (disabled ? " shared-memory" : ""));
+                // Rows at odd elements (scalar loads) or at multiples of 4
+                // (vector loads on the decode path), case by case (each
+                // variant compiles once per pipeline: lavapipe is slow at it).
+                uint32_t kvOffset = (i + (disabled != nullptr ? 1 : 0)) % 2 == 0 ? 3 : 4;
+                SCOPED_TRACE(std::string(c.name) + " " + shortName(cacheType) + (disabled ? " shared-memory" : "") +
+                             " kvOffset " + std::to_string(kvOffset));
                 kp::AttentionParams p;
                 p.rows = c.rows;
                 p.heads = c.heads;
@@ -186,7 +198,7 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
                 p.causal = c.causal;
                 p.path = c.path;
                 p.decodeChunk = c.decodeChunk;
-                p.kvOffset = 3;
+                p.kvOffset = kvOffset;
                 p.kvRowStride = c.kvHeads * c.headDim + 4;
                 std::vector<uint32_t> positions = c.positions;
                 if (positions.empty()) { // prefill after a past of 5 positions
@@ -196,8 +208,8 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
                 }
                 uint32_t kvStride = p.kvRowStride;
                 auto qv = randomValues(size_t(c.rows) * c.heads * c.headDim, 1, -1.0f, 1.0f);
-                auto kvv = roundTo(cacheType, randomValues(3 + size_t(c.capacity) * kvStride, 2, -1.0f, 1.0f));
-                auto vvv = roundTo(cacheType, randomValues(3 + size_t(c.capacity) * kvStride, 3, -1.0f, 1.0f));
+                auto kvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 2, -1.0f, 1.0f));
+                auto vvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 3, -1.0f, 1.0f));
                 // Sharp attention: scaled so that a few positions dominate.
                 p.scale = 2.0f;
                 auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
@@ -223,41 +235,69 @@ TEST_F(TransformerKernelTest, ARecordedDecodeStepFollowsThePosition)
 {
     // The decode loop of an LLM: write K and V of the new token at its
     // position, attend, repeat, with one recorded sequence and the position
-    // changed on the host before each eval.
-    uint32_t heads = 4, kvHeads = 2, D = 16, capacity = 64;
-    kp::AttentionParams p;
-    p.heads = heads;
-    p.kvHeads = kvHeads;
-    p.headDim = D;
-    p.kvCapacity = capacity;
-    auto q = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
-    auto kNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
-    auto vNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
-    auto position = mgr().tensorT<uint32_t>(std::vector<uint32_t>{ 0 }, MemoryTypes::eDeviceAndHost);
-    auto kCache = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(capacity * kvHeads * D, 0.0f));
-    auto vCache = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(capacity * kvHeads * D, 0.0f));
-    auto out = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
-    kp::SetRowsParams write;
-    write.cols = kvHeads * D;
-    auto seq = mgr().sequence();
-    seq->record<kp::OpSetRows>({ kNew, kCache, position }, write)
-      ->record<kp::OpSetRows>({ vNew, vCache, position }, write)
-      ->record<kp::OpAttention>({ q, kCache, vCache, position, out }, p);
-    std::vector<float> kHost, vHost;
-    for (uint32_t step = 0; step < 20; ++step) {
-        auto qv = randomValues(heads * D, 10 + step);
-        auto kv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 100 + step));
-        auto vv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 200 + step));
-        q->setData(qv);
-        kNew->setData(kv);
-        vNew->setData(vv);
-        position->setData(std::vector<uint32_t>{ step });
-        kHost.insert(kHost.end(), kv.begin(), kv.end());
-        vHost.insert(vHost.end(), vv.begin(), vv.end());
-        seq->eval();
-        p.rows = 1;
-        auto expected = hostAttention(qv, kHost, vHost, { step }, p);
-        ASSERT_TRUE(near(out->vector(), expected, 2e-4f)) << "step " << step;
+    // changed on the host before each eval. Chunks of 16 positions: up to 19
+    // workgroups per KV head, the last of which merges and resets its
+    // counter for the next eval. The positions grow, jump ahead and back.
+    for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
+        SCOPED_TRACE(disabled ? "shared-memory" : "default");
+        uint32_t heads = 8, kvHeads = 2, D = 32, capacity = 300;
+        kp::AttentionParams p;
+        p.heads = heads;
+        p.kvHeads = kvHeads;
+        p.headDim = D;
+        p.kvCapacity = capacity;
+        p.decodeChunk = 16;
+        auto q = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
+        auto kNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
+        auto vNew = mgr().tensorT<float>(kvHeads * D, MemoryTypes::eDeviceAndHost);
+        auto position = mgr().tensorT<uint32_t>(std::vector<uint32_t>{ 0 }, MemoryTypes::eDeviceAndHost);
+        std::vector<float> kHost(capacity * kvHeads * D, 0.0f), vHost(capacity * kvHeads * D, 0.0f);
+        auto kCache = floatTensor(mgr(), DataTypes::eHalf, kHost);
+        auto vCache = floatTensor(mgr(), DataTypes::eHalf, vHost);
+        auto out = mgr().tensorT<float>(heads * D, MemoryTypes::eDeviceAndHost);
+        // Zero caches on the device (positions not yet written are attended to).
+        mgr().sequence()->record<kp::OpSyncDevice>({ kCache, vCache })->eval();
+        kp::SetRowsParams write;
+        write.cols = kvHeads * D;
+        std::shared_ptr<kp::OpAttention> attention;
+        {
+            DisablePaths paths(disabled);
+            attention = std::make_shared<kp::OpAttention>(Tensors{ q, kCache, vCache, position, out }, p);
+        }
+        auto seq = mgr().sequence();
+        seq->record<kp::OpSetRows>({ kNew, kCache, position }, write)
+          ->record<kp::OpSetRows>({ vNew, vCache, position }, write)
+          ->record(attention);
+        std::vector<float> expected;
+        std::vector<uint32_t> steps = { 0, 1, 2, 3, 4, 5, 15, 16, 17, 40, 41, 150, 299, 500, 17, 18, 64, 63 };
+        for (size_t i = 0; i < steps.size(); ++i) {
+            uint32_t step = steps[i];
+            auto qv = randomValues(heads * D, 10 + i);
+            auto kv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 100 + i));
+            auto vv = roundTo(DataTypes::eHalf, randomValues(kvHeads * D, 200 + i));
+            q->setData(qv);
+            kNew->setData(kv);
+            vNew->setData(vv);
+            position->setData(std::vector<uint32_t>{ step });
+            if (step < capacity) { // OpSetRows skips positions past the cache; attention clamps them
+                std::copy(kv.begin(), kv.end(), kHost.begin() + size_t(step) * kvHeads * D);
+                std::copy(vv.begin(), vv.end(), vHost.begin() + size_t(step) * kvHeads * D);
+            }
+            seq->eval();
+            p.rows = 1;
+            expected = hostAttention(qv, kHost, vHost, { step }, p);
+            ASSERT_TRUE(near(out->vector(), expected, 2e-4f)) << "step " << i << ", position " << step;
+        }
+        // Re-evaluation as recorded, and the same operation twice in one
+        // sequence: every dispatch finds its counters at 0 again.
+        for (int again = 0; again < 3; ++again) {
+            out->setData(std::vector<float>(heads * D, 0.0f)); // the host view is the memory
+            seq->eval();
+            ASSERT_TRUE(near(out->vector(), expected, 2e-4f)) << "re-evaluation " << again;
+        }
+        out->setData(std::vector<float>(heads * D, 0.0f));
+        mgr().sequence()->record(attention)->record(attention)->eval();
+        ASSERT_TRUE(near(out->vector(), expected, 2e-4f)) << "recorded twice";
     }
 }
 

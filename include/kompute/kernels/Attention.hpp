@@ -12,7 +12,7 @@ namespace kp {
 enum class AttentionPath
 {
     eAuto = 0,    ///< eDecode for up to 4 query rows, ePrefill above
-    eDecode = 1,  ///< split over the context, partial results combined
+    eDecode = 1,  ///< split over the context; the last chunk to finish merges (one dispatch)
     ePrefill = 2, ///< tiled flash-attention kernel (query tiles x KV tiles)
 };
 
@@ -34,6 +34,13 @@ enum class AttentionPath
  *
  * q and out: f32; caches: f16 or f32 (one type). headDim: a multiple of 4,
  * at most 256. out may be q (the same range), never a cache.
+ *
+ * The decode path is one dispatch that keeps the chunks' partial results
+ * and a counter per (row, KV head) in buffers of the operation (the counters
+ * are back at 0 after each dispatch): one operation object is evaluated
+ * once at a time, not in two sequences running at once (build one per
+ * sequence for that). Where the cache's offset and row stride are
+ * multiples of 4 elements it loads 4 values at once.
  */
 struct AttentionParams
 {
@@ -65,7 +72,8 @@ class OpAttention : public KernelOp
     OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, const AttentionParams& params);
 
   private:
-    std::shared_ptr<Memory> mScratch; // partial results of the decode path
+    std::shared_ptr<Memory> mScratch;  // partial results of the decode path
+    std::shared_ptr<Memory> mCounters; // chunks finished per (row, KV head); 0 between evaluations
 };
 
 } // namespace kp

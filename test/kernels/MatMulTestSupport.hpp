@@ -10,7 +10,8 @@
 // plus the reference's order), and r is the output rounding: 0 for f32 C,
 // 2^-10 for f16 C. The cooperative-matrix paths multiply f32 operands
 // rounded to f16 (to bf16 on bf16 matrices), so their reference rounds them
-// the same way, with 1e-4 for the order of their sums. The int-dot
+// the same way (dequantized Q8_0/Q4_0 values too), with 1e-4 for the order
+// of their sums. The int-dot
 // mat-vec quantizes activations to int8 per 4 values, to within 1/254 of
 // the largest of them: |c - ref| <= S / 127 for it.
 #pragma once
@@ -153,8 +154,10 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc)
     // What the multiplier sees: the cooperative-matrix paths round f32
     // operands to f16, or to bf16 on bf16 matrices.
     bool bf16Matrices = op->path() == "coopmat-khr-bf16";
+    // f32 operands and dequantized blocks (d * q is not exact in f16) enter
+    // the cooperative matrices rounded.
     auto seen = [&](Elem type, float v) {
-        if (!coopmat || type != Elem::F32) {
+        if (!coopmat || type == Elem::F16 || type == Elem::BF16) {
             return v;
         }
         return bf16Matrices ? static_cast<float>(kp::bfloat16_t(v)) : static_cast<float>(kp::float16_t(v));

@@ -60,7 +60,7 @@ struct AttentionParams
     uint64_t positionsOffset = 0;
     AttentionPath path = AttentionPath::eAuto;
     /** Cache positions per workgroup on the decode path: a power of two
-     * from 16 to 256, or 0 to choose from the shape (about 512 workgroups,
+     * from 16 to 256, or 0 to choose from the shape (about 256 workgroups,
      * within the device's shared memory). */
     uint32_t decodeChunk = 0;
 };

@@ -30,5 +30,15 @@ for demo in "${DEMOS[@]}"; do
     echo "=== demo: $demo"
     "$BUILD_DIR/examples/$demo/kompute_$demo"
 done
+# The LLM runner on a tiny model it writes itself (random weights and a
+# byte-level tokenizer: there is nothing to download), then its benchmark.
+LLM="$BUILD_DIR/llm/kompute-llm"
+MODEL="$BUILD_DIR/tiny-llama-q8_0.gguf"
 echo
-echo "demo: ${#DEMOS[@]} program(s) ran successfully"
+echo "=== demo: kompute-llm on a tiny generated model"
+"$LLM" --random tiny:q8_0 --save "$MODEL"
+"$LLM" --model "$MODEL" --prompt "Kompute runs Llama models on any GPU:" -n 24 --seed 1 --verbose
+"$LLM" --random tiny:q8_0 --bench --bench-prompt 64 --bench-gen 16 --reps 3
+
+echo
+echo "demo: ${#DEMOS[@]} program(s) and kompute-llm ran successfully"

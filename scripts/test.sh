@@ -224,7 +224,9 @@ end_step
 # run that collects no test exits 5 and fails this script.
 begin_step "Python tests (pip install ., pytest)"
 # The venv stays (in $WORK) for kompute-bench's Python case below.
-VENV="$WORK/venv" scripts/test-python.sh 2>&1 | tee "$WORK/pytest.log"
+# The LLM runner's tests also run the kompute-llm built in step 1.
+KOMPUTE_LLM="$ROOT/$BUILD_PREFIX-test/llm/kompute-llm" \
+    VENV="$WORK/venv" scripts/test-python.sh 2>&1 | tee "$WORK/pytest.log"
 python_passed=$(sed -nE 's/^=+ (.* )?([0-9]+) passed.*/\2/p' "$WORK/pytest.log" | tail -n 1)
 PASSED=$((PASSED + ${python_passed:-0}))
 end_step "$(sed -nE 's/^=+ (.*(passed|failed).* in [^ ]+) =+$/\1/p' "$WORK/pytest.log" | tail -n 1)"

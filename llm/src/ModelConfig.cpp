@@ -238,6 +238,11 @@ checkWeights(const GgufFile& file, const ModelConfig& config)
             throw file.error("tensor '" + spec.name + "' has shape " + shapeText(info->shape) +
                              ", but the model's metadata needs " + shapeText(spec.shape));
         }
+        bool quantized = info->type == TensorType::eQ8_0 || info->type == TensorType::eQ4_0;
+        if (!spec.isMatrix && quantized) {
+            throw file.error("norm weight '" + spec.name + "' has type " + toString(info->type) +
+                             "; norm weights must be F32, F16 or BF16");
+        }
         if (!isSupportedWeightType(info->type)) {
             throw file.error("tensor '" + spec.name + "' has type " + toString(info->type) +
                              ", which this runner does not support (supported: F32, F16, BF16, Q8_0, Q4_0)");

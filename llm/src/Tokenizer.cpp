@@ -200,28 +200,6 @@ matchLlama3(const std::vector<CodePoint>& cps, size_t i)
     return 1;
 }
 
-/** GPT-2's table of printable characters for the 256 byte values. */
-std::vector<uint32_t>
-byteToCodePoint()
-{
-    std::vector<uint32_t> table(256, 0);
-    std::vector<bool> direct(256, false);
-    for (uint32_t b = '!'; b <= '~'; ++b) {
-        direct[b] = true;
-    }
-    for (uint32_t b = 0xA1; b <= 0xAC; ++b) {
-        direct[b] = true;
-    }
-    for (uint32_t b = 0xAE; b <= 0xFF; ++b) {
-        direct[b] = true;
-    }
-    uint32_t next = 256;
-    for (uint32_t b = 0; b < 256; ++b) {
-        table[b] = direct[b] ? b : next++;
-    }
-    return table;
-}
-
 std::string
 replaceAll(std::string text, const std::string& from, const std::string& to)
 {
@@ -357,7 +335,7 @@ Tokenizer::Tokenizer(Vocabulary vocabulary)
             }
             s.mergeRank.emplace(merge, rank);
         }
-        std::vector<uint32_t> table = byteToCodePoint();
+        std::vector<uint32_t> table = unicode::byteLevelCodePoints();
         s.byteText.resize(256);
         for (uint32_t b = 0; b < 256; ++b) {
             s.byteText[b] = unicode::encodeUtf8(table[b]);

@@ -129,6 +129,28 @@ isWhitespace(uint32_t cp)
            cp == 0x205F || cp == 0x3000;
 }
 
+/** GPT-2's table of printable characters for the 256 byte values. */
+std::vector<uint32_t>
+byteLevelCodePoints()
+{
+    std::vector<uint32_t> table(256, 0);
+    std::vector<bool> direct(256, false);
+    for (uint32_t b = '!'; b <= '~'; ++b) {
+        direct[b] = true;
+    }
+    for (uint32_t b = 0xA1; b <= 0xAC; ++b) {
+        direct[b] = true;
+    }
+    for (uint32_t b = 0xAE; b <= 0xFF; ++b) {
+        direct[b] = true;
+    }
+    uint32_t next = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+        table[b] = direct[b] ? b : next++;
+    }
+    return table;
+}
+
 } // namespace unicode
 } // namespace llm
 } // namespace kp

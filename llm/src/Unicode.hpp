@@ -47,6 +47,10 @@ bool isLetter(uint32_t codePoint);
 bool isNumber(uint32_t codePoint);
 bool isWhitespace(uint32_t codePoint);
 
+/** GPT-2's byte-level table: the printable code point standing for each
+ * of the 256 byte values. */
+std::vector<uint32_t> byteLevelCodePoints();
+
 } // namespace unicode
 } // namespace llm
 } // namespace kp

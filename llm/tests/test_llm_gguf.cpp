@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 
 #include "GgufWriter.hpp"
 #include "kompute/llm/Gguf.hpp"
+#include "kompute/llm/GgufWriter.hpp"
 #include "kompute/llm/ModelConfig.hpp"
+#include "kompute/llm/Tokenizer.hpp"
 
 using kp::llm::FormatError;
 using kp::llm::GgufFile;
@@ -388,4 +391,32 @@ TEST(ModelConfig, NamedShapes)
     EXPECT_THROW(ModelConfig::named("llama-70b"), kp::Error);
     EXPECT_EQ(kp::llm::parseWeightType("Q4_0"), TensorType::eQ4_0);
     EXPECT_THROW(kp::llm::parseWeightType("q4_k"), kp::Error);
+}
+
+TEST(GgufWriter, RandomModelFilesReadBackWhole)
+{
+    std::string path = ::testing::TempDir() + "/kompute_llm_random.gguf";
+    ModelConfig tiny = ModelConfig::named("tiny");
+    kp::llm::writeRandomModel(path, tiny, TensorType::eQ4_0, 7);
+    GgufFile file = GgufFile::open(path);
+    ModelConfig read = ModelConfig::fromGguf(file);
+    EXPECT_EQ(read.embeddingLength, tiny.embeddingLength);
+    EXPECT_EQ(read.headCountKv, tiny.headCountKv);
+    EXPECT_EQ(read.vocabSize, tiny.vocabSize);
+    EXPECT_NO_THROW(kp::llm::checkWeights(file, read));
+    EXPECT_EQ(file.tensor("blk.1.ffn_down.weight").type, TensorType::eQ4_0);
+    EXPECT_EQ(file.tensor("output_norm.weight").type, TensorType::eF32);
+    kp::llm::Tokenizer tokenizer = kp::llm::Tokenizer::fromGguf(file);
+    std::vector<uint32_t> ids = tokenizer.encode("héllo, wörld");
+    EXPECT_EQ(ids.front(), 0u); // <|begin_of_text|>
+    EXPECT_EQ(tokenizer.decode(ids), "héllo, wörld");
+    EXPECT_TRUE(tokenizer.isEndOfGeneration(1));
+    // The same seed makes the same bytes.
+    std::string again = path + ".2";
+    kp::llm::writeRandomModel(again, tiny, TensorType::eQ4_0, 7);
+    GgufFile second = GgufFile::open(again);
+    const auto& a = file.tensor("blk.0.attn_q.weight");
+    EXPECT_EQ(std::memcmp(file.tensorData(a), second.tensorData(second.tensor("blk.0.attn_q.weight")), a.byteSize), 0);
+    std::remove(path.c_str());
+    std::remove(again.c_str());
 }

@@ -70,6 +70,32 @@ matrix(std::vector<float> values, size_t rows, size_t cols)
     return nb::ndarray<nb::numpy, float, nb::ndim<2>>(owned->data(), 2, shape, deleter);
 }
 
+/** kp.llm.Model: a model, its tokenizer and one context (KV cache). The
+ * Manager is the caller's (kept alive by nanobind) or one of its own. */
+struct PyModel
+{
+    std::unique_ptr<kp::Manager> ownManager;
+    std::optional<llm::GgufFile> file;
+    std::optional<llm::Tokenizer> tokenizer;
+    std::shared_ptr<llm::Model> model;
+    std::unique_ptr<llm::Context> context;
+};
+
+llm::Logits
+logitsNamed(const std::string& which)
+{
+    if (which == "none") {
+        return llm::Logits::eNone;
+    }
+    if (which == "last") {
+        return llm::Logits::eLast;
+    }
+    if (which == "all") {
+        return llm::Logits::eAll;
+    }
+    throw nb::value_error("logits must be 'none', 'last' or 'all'");
+}
+
 } // namespace
 
 void
@@ -192,6 +218,153 @@ bindLlm(nb::module_& parent)
            &llm::Tokenizer::isEndOfGeneration,
            "id"_a,
            "True for EOS, end of turn and the like: generation stops there.");
+
+    // --- Sampler -------------------------------------------------------------------------------
+
+    nb::class_<llm::Sampler>(m, "Sampler", "Picks the next token from logits: greedy, or temperature, top-k, top-p.")
+      .def(
+        "__init__",
+        [](llm::Sampler* self, float temperature, uint32_t topK, float topP, uint64_t seed) {
+            new (self) llm::Sampler(llm::SamplerParams{ temperature, topK, topP, seed });
+        },
+        "temperature"_a = 0.8f,
+        "top_k"_a = 40,
+        "top_p"_a = 0.95f,
+        "seed"_a = 0,
+        "temperature 0 is greedy; top_k 0 keeps every token; top_p 1 keeps every token.")
+      .def_prop_ro("is_greedy", &llm::Sampler::isGreedy)
+      .def(
+        "sample",
+        [](llm::Sampler& sampler, nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu> logits) {
+            return sampler.sample(logits.data(), logits.shape(0));
+        },
+        "logits"_a,
+        "The next token for a float32 row of logits.");
+
+    // --- Model ---------------------------------------------------------------------------------
+
+    nb::class_<PyModel>(m,
+                        "Model",
+                        "A Llama-family model on the device with one context (KV cache): from a GGUF "
+                        "file, or random weights of a named shape.")
+      .def(
+        "__init__",
+        [](PyModel* self, std::optional<std::string> path, std::optional<std::string> random,
+           kp::Manager* manager, uint32_t device, uint32_t contextSize, uint32_t batchSize, uint64_t seed) {
+            if (path.has_value() == random.has_value()) {
+                throw nb::value_error("give a GGUF file path, or random='SHAPE:TYPE' (e.g. 'tiny:f32'), not both");
+            }
+            new (self) PyModel();
+            ReleaseGil release;
+            if (manager == nullptr) {
+                self->ownManager = std::make_unique<kp::Manager>(device);
+                manager = self->ownManager.get();
+            }
+            if (path) {
+                self->file.emplace(llm::GgufFile::open(*path));
+                llm::ModelConfig::fromGguf(*self->file);
+                self->tokenizer.emplace(llm::Tokenizer::fromGguf(*self->file));
+                self->model = llm::Model::load(*manager, *self->file);
+            } else {
+                size_t colon = random->find(':');
+                if (colon == std::string::npos) {
+                    throw kp::Error("random takes 'SHAPE:TYPE', e.g. 'tiny:f32' or 'llama-8b:q4_0'");
+                }
+                self->model = llm::Model::random(*manager, llm::ModelConfig::named(random->substr(0, colon)),
+                                                 llm::parseWeightType(random->substr(colon + 1)), seed);
+            }
+            llm::ContextOptions options;
+            options.contextSize = contextSize;
+            options.batchSize = batchSize;
+            self->context = std::make_unique<llm::Context>(self->model, options);
+        },
+        "path"_a = nb::none(),
+        "random"_a = nb::none(),
+        "manager"_a = nb::none(),
+        "device"_a = 0,
+        "context_size"_a = 0,
+        "batch_size"_a = 512,
+        "seed"_a = 1,
+        nb::keep_alive<1, 4>(),
+        "Loads a GGUF file (checked: architecture, hyperparameters, every weight's shape and "
+        "type) onto `manager`'s device (a Manager of its own on `device` when None), or makes "
+        "random weights: random='llama-8b:q4_0'. context_size: tokens of the KV cache (0: the "
+        "model's context length, at most 4096); batch_size: most tokens per prompt step.")
+      .def_prop_ro(
+        "config",
+        [](const PyModel& self) {
+            const llm::ModelConfig& c = self.model->config();
+            nb::dict d;
+            d["name"] = c.name;
+            d["context_length"] = c.contextLength;
+            d["embedding_length"] = c.embeddingLength;
+            d["block_count"] = c.blockCount;
+            d["feed_forward_length"] = c.feedForwardLength;
+            d["head_count"] = c.headCount;
+            d["head_count_kv"] = c.headCountKv;
+            d["head_dim"] = c.headDim;
+            d["rope_dimension_count"] = c.ropeDims;
+            d["rope_freq_base"] = c.ropeTheta;
+            d["rms_epsilon"] = c.rmsEpsilon;
+            d["vocab_size"] = c.vocabSize;
+            d["tied_output"] = c.tiedOutput;
+            d["weight_type"] = llm::toString(self.model->weightType());
+            return d;
+        },
+        "The hyperparameters, as a dict.")
+      .def_prop_ro(
+        "tokenizer",
+        [](PyModel& self) -> llm::Tokenizer* { return self.tokenizer ? &*self.tokenizer : nullptr; },
+        nb::rv_policy::reference_internal,
+        "The file's tokenizer (None for random weights).")
+      .def_prop_ro("position", [](const PyModel& self) { return self.context->position(); },
+                   "Tokens in the KV cache.")
+      .def_prop_ro("context_size", [](const PyModel& self) { return self.context->capacity(); })
+      .def("reset", [](PyModel& self) { self.context->reset(); }, "Empties the KV cache.")
+      .def(
+        "evaluate",
+        [](PyModel& self, const std::vector<uint32_t>& tokens, const std::string& which) -> nb::object {
+            llm::Logits kind = logitsNamed(which);
+            std::vector<float> logits;
+            {
+                ReleaseGil release;
+                self.context->evaluate(tokens, kind, kind == llm::Logits::eNone ? nullptr : &logits);
+            }
+            if (kind == llm::Logits::eNone) {
+                return nb::none();
+            }
+            size_t vocab = self.model->config().vocabSize;
+            size_t rows = logits.size() / vocab;
+            return nb::cast(matrix(std::move(logits), rows, vocab));
+        },
+        "tokens"_a,
+        "logits"_a = "last",
+        "Runs tokens after those in the KV cache. logits: 'last' returns float32 [1, vocabulary], "
+        "'all' [len(tokens), vocabulary], 'none' None.")
+      .def(
+        "evaluate_greedy",
+        [](PyModel& self, const std::vector<uint32_t>& tokens) {
+            ReleaseGil release;
+            return self.context->evaluateGreedy(tokens);
+        },
+        "tokens"_a,
+        "Runs tokens after those in the KV cache; returns the argmax of the last logits, "
+        "computed on the device.")
+      .def(
+        "logits",
+        [](PyModel& self, const std::vector<uint32_t>& tokens) {
+            std::vector<float> logits;
+            {
+                ReleaseGil release;
+                self.context->reset();
+                self.context->evaluate(tokens, llm::Logits::eAll, &logits);
+            }
+            size_t vocab = self.model->config().vocabSize;
+            return matrix(std::move(logits), tokens.size(), vocab);
+        },
+        "tokens"_a,
+        "Teacher forcing from an empty cache: float32 logits [len(tokens), vocabulary], the "
+        "same as kompute-llm --dump-logits.");
 }
 
 } // namespace python

@@ -185,13 +185,13 @@ def simple_vocabulary(size):
 
 
 def write_model(path, config, weight_type="f32", seed=0, alignment=None, extra=None,
-                skip=(), override=None):
+                skip=(), override=None, architecture="llama"):
     """Writes a tiny Llama GGUF file; returns the weights the runner sees
     (dequantized, float32), for reference_logits."""
     need_gguf()
     weights = random_weights(config, seed)
     files = stored(weights, weight_type)
-    writer = gguf.GGUFWriter(str(path), "llama")
+    writer = gguf.GGUFWriter(str(path), architecture)
     writer.add_name("tiny test llama")
     writer.add_context_length(config.context)
     writer.add_embedding_length(config.width)

@@ -4,7 +4,7 @@
 # an absolute path lets a second worktree put its bundle into the checkout
 # that the device tool sends): a shared libkompute.so that carries shaderc
 # and SPIRV-Tools statically, the test binaries, the examples and
-# kompute-bench, stripped. The machine's own libstdc++ is newer than
+# kompute-bench and kompute-llm, stripped. The machine's own libstdc++ is newer than
 # Debian 12's, so the C++ runtime is linked dynamically.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,12 +18,15 @@ cmake --build "$build" -j"$(nproc)"
 rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
 # Every shared library of the tree (libkompute, libkompute_llm, ...).
 find "$build" -maxdepth 3 -name 'lib*.so.0.9' -exec cp -L {} "$BUNDLE"/ \;
-find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \) \
+find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \
+    -o -name 'kompute-llm' \) \
     -exec cp {} "$BUNDLE"/ \;
 strip "$BUNDLE"/* 2>/dev/null || true
 cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py tools/latency_table.py "$BUNDLE"/
 # The pytest suites of this tree, so that the device runs this tree's tests.
 cp -r python/tests "$BUNDLE"/python-tests
+# The device scripts of this tree (the device tool sends main's checkout).
+cp scripts/gpu/run-on-device.sh "$BUNDLE"/
 
 # The Python module for that machine's Python 3.12 (Debian 12 has 3.11):
 # built as a wheel by a local 3.12 interpreter (PYTHON312, default the

@@ -3,7 +3,7 @@
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
 # bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [bench|latency|tests|tests-bf16|python-tests|examples|cuda ...]
+#   scripts/gpu/run-on-device.sh [bench|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
 # latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
 # (the clock falls back when the GPU idles), and the CUDA latency reference,
 # then a table of the figures (tools/latency_table.py).
@@ -107,6 +107,15 @@ for step in "${steps[@]}"; do
         python3 -c 'import json, sys; runs = [json.load(open(p)) for p in sys.argv[2:]]; runs[0]["measurements"] = [m for r in runs for m in r["measurements"]]; json.dump(runs[0], open(sys.argv[1], "w"), indent=1)' \
             "$OUT/latency.json" "$runs"/*.json
         python3 $B/latency_table.py "$OUT/latency.json" "$OUT/cuda-latency.txt" | tee "$OUT/latency-table.txt"
+        ;;
+    llm)
+        # kompute-llm's benchmark on the Llama-3-8B shape (LLM_TYPES, default
+        # f16 q8_0 q4_0), random weights; JSON per type.
+        for type in ${LLM_TYPES:-f16 q8_0 q4_0}; do
+            timeout 240 $B/kompute-llm --random llama-8b:$type --bench --reps ${LLM_REPS:-5} \
+                --json "$OUT/llm-$type.json" 2>&1 | tee -a "$OUT/llm.txt"
+        done
+        timeout 120 $B/kompute-llm --random llama-8b:q4_0 --bench --reps 1 --profile 2>&1 | tail -60 >> "$OUT/llm.txt"
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

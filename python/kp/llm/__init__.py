@@ -3,23 +3,79 @@
 The same C++ code as the ``kompute-llm`` program::
 
     import kp.llm
-    model = kp.llm.Model("model.gguf")               # device 0, or manager=kp.Manager(...)
-    ids = model.tokenizer.encode("The capital of France is")
-    logits = model.logits(ids)                         # float32 [len(ids), vocabulary]
-    text = model.generate("The capital of France is", n=32, temperature=0)
+    model = kp.llm.Model("model.gguf")          # device 0, or manager=kp.Manager(...)
+    print(model.generate_text("The capital of France is", n=32, temperature=0))
+    logits = model.logits(model.tokenizer.encode("Hello"))   # float32 [tokens, vocabulary]
+    for token in model.stream("Once upon a time", n=64):     # token ids as they come
+        ...
 
-Also here: :class:`GgufFile` (metadata and tensor infos of a file) and
+    bench = kp.llm.Model(random="tiny:f32")     # random weights of a named shape, no file
+
+Also here: :class:`GgufFile` (metadata and tensor infos of a file),
 :class:`Tokenizer` (the file's own tokenizer: SentencePiece for Llama 1/2,
-byte-level BPE for Llama 3). Bad files raise :class:`kp.Error` naming the
-file and what is wrong.
+byte-level BPE for Llama 3) and :class:`Sampler`. Bad files raise
+:class:`kp.Error` naming the file and what is wrong.
 """
 
 from .._kp import llm as _llm
 
 GgufFile = _llm.GgufFile
 Tokenizer = _llm.Tokenizer
+Sampler = _llm.Sampler
+Model = _llm.Model
 
-__all__ = ["GgufFile", "Tokenizer"]
+__all__ = ["GgufFile", "Model", "Sampler", "Tokenizer"]
 for _name in __all__:
     globals()[_name].__module__ = "kp.llm"
 del _name
+
+
+def _prompt_tokens(model, prompt):
+    if isinstance(prompt, str):
+        if model.tokenizer is None:
+            raise ValueError("a model with random weights has no tokenizer: give token ids")
+        return model.tokenizer.encode(prompt)
+    return [int(token) for token in prompt]
+
+
+def _stream(self, prompt, n=64, temperature=0.8, top_k=40, top_p=0.95, seed=0, ignore_eos=False):
+    """Yields up to ``n`` generated token ids, one at a time as each is
+    computed, for ``prompt`` (text, tokenized with BOS as the file asks, or
+    token ids used as given). The KV cache is emptied first. Generation
+    stops at end-of-sequence unless ``ignore_eos``. ``temperature`` 0 is
+    greedy, with the argmax computed on the device."""
+    tokens = _prompt_tokens(self, prompt)
+    sampler = Sampler(temperature, top_k, top_p, seed)
+    self.reset()
+
+    def step(ids):
+        if sampler.is_greedy:
+            return self.evaluate_greedy(ids)
+        return sampler.sample(self.evaluate(ids, "last")[0])
+
+    if n <= 0:
+        return
+    token = step(tokens)
+    for produced in range(n):
+        if not ignore_eos and self.tokenizer is not None and self.tokenizer.is_end_of_generation(token):
+            return
+        yield token
+        if produced + 1 < n:
+            token = step([token])
+
+
+def _generate(self, prompt, n=64, **sampling):
+    """The generated token ids as a list (see :meth:`stream`)."""
+    return list(self.stream(prompt, n, **sampling))
+
+
+def _generate_text(self, prompt, n=64, **sampling):
+    """The generated text (see :meth:`stream`)."""
+    if self.tokenizer is None:
+        raise ValueError("a model with random weights has no tokenizer")
+    return self.tokenizer.decode(self.generate(prompt, n, **sampling))
+
+
+Model.stream = _stream
+Model.generate = _generate
+Model.generate_text = _generate_text

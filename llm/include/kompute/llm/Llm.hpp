@@ -3,6 +3,8 @@
 #pragma once
 
 #include "kompute/llm/Gguf.hpp"
+#include "kompute/llm/GgufWriter.hpp"
+#include "kompute/llm/Model.hpp"
 #include "kompute/llm/ModelConfig.hpp"
 #include "kompute/llm/Npy.hpp"
 #include "kompute/llm/Sampler.hpp"

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// kp::llm::Model: the weights of a Llama-family model on the device, loaded
+// from a GGUF file or made up at random for a named shape; and
+// kp::llm::Context: a KV cache on the device and the recorded sequences
+// that run the model's forward pass over it, one per step shape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <kompute/Kompute.hpp>
+
+#include "kompute/llm/Gguf.hpp"
+#include "kompute/llm/ModelConfig.hpp"
+
+namespace kp {
+namespace llm {
+
+/** Called after each weight tensor reaches the device: bytes done and in
+ * all. */
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+/** A weight matrix (or vector) on the device, in the file's format. */
+struct DeviceWeight
+{
+    std::shared_ptr<kp::Tensor> tensor;
+    TensorType type = TensorType::eF32;
+    /** Rows (out) and row length (in) for matrices; 1 x n for vectors. */
+    uint32_t rows = 1;
+    uint32_t cols = 0;
+};
+
+class Model
+{
+  public:
+    /**
+     * Checks the file (architecture, hyperparameters, every weight's shape
+     * and type: FormatError otherwise) and uploads the weights, tensor by
+     * tensor, straight from the file's mapping. Norm weights are kept in
+     * f32; matrices in their own format (F32, F16, BF16, Q8_0, Q4_0).
+     */
+    static std::shared_ptr<Model> load(kp::Manager& manager,
+                                       const GgufFile& file,
+                                       const LoadProgress& progress = {});
+    /** A model of `config`'s shape with random weights of `type` (built in
+     * memory, no file): the same values for the same seed. */
+    static std::shared_ptr<Model> random(kp::Manager& manager,
+                                         const ModelConfig& config,
+                                         TensorType type,
+                                         uint64_t seed = 1,
+                                         const LoadProgress& progress = {});
+
+    const ModelConfig& config() const { return mConfig; }
+    /** The type of the layers' matrices ("F16", "Q4_0", ...). */
+    TensorType weightType() const { return mWeightType; }
+    /** Bytes of all weights on the device. */
+    uint64_t weightBytes() const { return mWeightBytes; }
+    /** Bytes of the weights one token's forward pass reads (every matrix
+     * and norm, the output matrix, one embedding row). */
+    uint64_t bytesReadPerToken() const;
+    kp::Manager& manager() const { return mManager; }
+
+    // The weights, for the context (and for programs that build their own
+    // forward pass).
+    struct Layer
+    {
+        DeviceWeight attnNorm, wq, wk, wv, wo, ffnNorm, wGate, wUp, wDown;
+    };
+    const DeviceWeight& tokenEmbedding() const { return mTokenEmbedding; }
+    const std::vector<Layer>& layers() const { return mLayers; }
+    const DeviceWeight& outputNorm() const { return mOutputNorm; }
+    /** The output matrix (the token embedding when tied). */
+    const DeviceWeight& output() const { return mConfig.tiedOutput ? mTokenEmbedding : mOutput; }
+
+    Model(kp::Manager& manager, ModelConfig config);
+
+  private:
+    /** Creates the weight `name` from `bytes` of `type` (norms to f32). */
+    DeviceWeight upload(const std::string& name, TensorType type, const uint8_t* bytes,
+                        uint32_t rows, uint32_t cols, bool isMatrix);
+    DeviceWeight& slot(const std::string& name);
+
+    kp::Manager& mManager;
+    ModelConfig mConfig;
+    TensorType mWeightType = TensorType::eF32;
+    uint64_t mWeightBytes = 0;
+    DeviceWeight mTokenEmbedding, mOutputNorm, mOutput;
+    std::vector<Layer> mLayers;
+};
+
+struct ContextOptions
+{
+    /** Tokens the KV cache holds; 0: the model's context length, at most
+     * 4096. */
+    uint32_t contextSize = 0;
+    /** Most tokens evaluated in one step (prompts are split into steps of
+     * this many). */
+    uint32_t batchSize = 512;
+    /** Record timestamps around every operation (see Context::profile()). */
+    bool profile = false;
+    /** The Manager's queue to run on. */
+    uint32_t queueIndex = 0;
+};
+
+/** Which logits an evaluation reads back. */
+enum class Logits
+{
+    eNone, ///< none (only the KV cache is filled)
+    eLast, ///< the last token's row
+    eAll,  ///< every token's row
+};
+
+/** GPU time of one operation of the forward pass, summed over the steps of
+ * the last evaluation. */
+struct OpTime
+{
+    std::string label; ///< e.g. "ffn_down (OpMatMul)"
+    double milliseconds = 0.0;
+    uint32_t count = 0; ///< how many dispatches it sums (layers x steps)
+};
+
+class Context
+{
+  public:
+    Context(std::shared_ptr<Model> model, ContextOptions options = {});
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const Model& model() const { return *mModel; }
+    /** Tokens in the KV cache: the position of the next token. */
+    uint32_t position() const { return mPosition; }
+    uint32_t capacity() const { return mCapacity; }
+    uint32_t batchSize() const { return mOptions.batchSize; }
+    /** Forgets the cached tokens (the next evaluation starts at 0). */
+    void reset() { mPosition = 0; }
+
+    /**
+     * Runs `tokens` through the model after the tokens already cached and
+     * adds them to the cache. Logits go to `logits` as rows of vocabulary
+     * size (one row for eLast, one per token for eAll). Throws kp::Error
+     * for an id outside the vocabulary or when the cache would overflow
+     * (nothing is evaluated then).
+     */
+    void evaluate(const std::vector<uint32_t>& tokens, Logits which, std::vector<float>* logits);
+    /** The same, returning the id of the largest last logit; the argmax
+     * runs on the device and only the id is read back. */
+    uint32_t evaluateGreedy(const std::vector<uint32_t>& tokens);
+
+    /** Per-operation GPU times of the last evaluation, largest first (with
+     * ContextOptions::profile; empty otherwise). */
+    std::vector<OpTime> profile() const;
+    /** Number of sequences recorded so far (one per step shape). */
+    size_t recordedSteps() const { return mSteps.size(); }
+
+  private:
+    enum class Output
+    {
+        eNone,
+        eLast,
+        eAll,
+        eArgmax,
+    };
+    struct Step;
+
+    Step& step(uint32_t tokens, Output output);
+    void record(Step& step);
+    /** Runs tokens [begin, end) of `tokens` as one step. */
+    void run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Output output);
+    void checkTokens(const std::vector<uint32_t>& tokens) const;
+
+    std::shared_ptr<Model> mModel;
+    ContextOptions mOptions;
+    uint32_t mCapacity = 0;
+    uint32_t mPosition = 0;
+
+    // Inputs (written by the host before each step), activations (shared
+    // by every step, sized for a full batch), the KV cache, the outputs.
+    std::shared_ptr<kp::TensorT<uint32_t>> mIds, mPositions, mArgmax;
+    std::shared_ptr<kp::Tensor> mX, mNormed, mQ, mK, mV, mAttention, mGate, mUp, mHidden;
+    std::vector<std::shared_ptr<kp::Tensor>> mKeyCache, mValueCache;
+    std::shared_ptr<kp::Tensor> mLastLogits, mAllLogits;
+
+    std::map<std::pair<uint32_t, int>, std::unique_ptr<Step>> mSteps;
+    std::vector<OpTime> mProfile;
+};
+
+} // namespace llm
+} // namespace kp

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+// Context: the forward pass of a Llama model as sequences of kernel-library
+// operations, recorded once per step shape (number of tokens, which outputs)
+// and re-evaluated for every step. Everything that changes from step to
+// step (token ids, positions) is read by the kernels from small device
+// tensors that the host writes before each evaluation, so a decode step is
+// one submission and one wait, with no allocation or descriptor update.
+#include "kompute/llm/Model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <kompute/kernels/Kernels.hpp>
+
+namespace kp {
+namespace llm {
+
+namespace {
+
+using MemoryTypes = kp::Memory::MemoryTypes;
+using DataTypes = kp::Memory::DataTypes;
+
+kp::WeightFormat
+formatOf(const DeviceWeight& weight)
+{
+    switch (weight.type) {
+        case TensorType::eQ8_0: return kp::WeightFormat::eQ8_0;
+        case TensorType::eQ4_0: return kp::WeightFormat::eQ4_0;
+        default: return kp::WeightFormat::eNone;
+    }
+}
+
+std::shared_ptr<kp::Tensor>
+floats(kp::Manager& manager, uint64_t count)
+{
+    if (count > UINT32_MAX) {
+        throw kp::Error("an activation tensor of " + std::to_string(count) +
+                        " floats is too large: use a smaller batch size");
+    }
+    return manager.tensor(static_cast<uint32_t>(count), 4, DataTypes::eFloat, MemoryTypes::eStorage);
+}
+
+} // namespace
+
+/** One recorded sequence: the forward pass for `tokens` tokens. */
+struct Context::Step
+{
+    uint32_t tokens = 0;
+    Output output = Output::eNone;
+    std::shared_ptr<kp::Sequence> sequence;
+    /** Labels of the recorded operations, for the profile. */
+    std::vector<std::string> labels;
+};
+
+Context::Context(std::shared_ptr<Model> model, ContextOptions options)
+  : mModel(std::move(model))
+  , mOptions(options)
+{
+    const ModelConfig& c = mModel->config();
+    kp::Manager& manager = mModel->manager();
+    mCapacity = options.contextSize ? options.contextSize : std::min<uint32_t>(c.contextLength, 4096);
+    if (mOptions.batchSize == 0) {
+        throw kp::Error("the batch size must be at least 1");
+    }
+    mOptions.batchSize = std::min(mOptions.batchSize, mCapacity);
+    const uint64_t batch = mOptions.batchSize;
+    const uint64_t q = uint64_t(c.headCount) * c.headDim;
+    const uint64_t kv = uint64_t(c.headCountKv) * c.headDim;
+
+    // Token ids and positions: the host writes them, OpSyncDevice at the
+    // start of each step moves them (nothing to move on unified memory).
+    mIds = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
+    mPositions = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
+    mArgmax = manager.tensorT<uint32_t>(std::vector<uint32_t>(1, 0));
+
+    mX = floats(manager, batch * c.embeddingLength);
+    mNormed = floats(manager, batch * c.embeddingLength);
+    mQ = floats(manager, batch * q);
+    mK = floats(manager, batch * kv);
+    mV = floats(manager, batch * kv);
+    mAttention = floats(manager, batch * q);
+    mGate = floats(manager, batch * c.feedForwardLength);
+    mUp = floats(manager, batch * c.feedForwardLength);
+    mHidden = floats(manager, batch * c.feedForwardLength);
+
+    // The KV cache, f16: per layer [capacity][kvHeads][headDim] for keys and
+    // for values (a token's row is what OpSetRows writes).
+    for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
+        for (auto* cache : { &mKeyCache, &mValueCache }) {
+            cache->push_back(manager.tensor(static_cast<uint32_t>(uint64_t(mCapacity) * kv), 2, DataTypes::eHalf,
+                                            MemoryTypes::eStorage));
+        }
+    }
+    mLastLogits = manager.tensor(c.vocabSize, 4, DataTypes::eFloat, MemoryTypes::eDevice);
+}
+
+Context::~Context() = default;
+
+void
+Context::checkTokens(const std::vector<uint32_t>& tokens) const
+{
+    const uint32_t vocab = mModel->config().vocabSize;
+    for (uint32_t id : tokens) {
+        if (id >= vocab) {
+            throw kp::Error("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(vocab) + " tokens");
+        }
+    }
+    if (tokens.size() > mCapacity - mPosition) {
+        throw kp::Error("the context is full: " + std::to_string(mPosition) + " of " + std::to_string(mCapacity) +
+                        " tokens are cached and " + std::to_string(tokens.size()) +
+                        " more were given (reset the context, or make it larger)");
+    }
+}
+
+Context::Step&
+Context::step(uint32_t tokens, Output output)
+{
+    auto key = std::make_pair(tokens, static_cast<int>(output));
+    auto it = mSteps.find(key);
+    if (it != mSteps.end()) {
+        return *it->second;
+    }
+    auto made = std::make_unique<Step>();
+    made->tokens = tokens;
+    made->output = output;
+    record(*made);
+    return *mSteps.emplace(key, std::move(made)).first->second;
+}
+
+void
+Context::record(Step& s)
+{
+    const Model& model = *mModel;
+    const ModelConfig& c = model.config();
+    kp::Manager& manager = model.manager();
+    const uint32_t t = s.tokens;
+    const uint32_t d = c.embeddingLength;
+    const uint32_t kv = c.headCountKv * c.headDim;
+    const uint32_t ff = c.feedForwardLength;
+
+    std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
+    auto add = [&](std::shared_ptr<kp::OpBase> op, std::string label) { ops.emplace_back(std::move(op), std::move(label)); };
+
+    // Y[t, out] (+)= X[t, in] . W[out, in]^T
+    auto linear = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
+                      bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label) {
+        kp::MatMulParams p;
+        p.m = rows;
+        p.n = w.rows;
+        p.k = w.cols;
+        p.transB = true;
+        p.beta = accumulate ? 1.0f : 0.0f;
+        p.offsetA = xOffset;
+        p.formatB = formatOf(w);
+        add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, p), label + " (OpMatMul)");
+    };
+    auto rmsNorm = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
+                       const std::string& label) {
+        kp::RMSNormParams p;
+        p.rows = t;
+        p.cols = d;
+        p.eps = c.rmsEpsilon;
+        add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ x, w.tensor, y }, p),
+            label + " (OpRMSNorm)");
+    };
+    auto rope = [&](const std::shared_ptr<kp::Tensor>& x, uint32_t heads, const std::string& label) {
+        kp::RoPEParams p;
+        p.rows = t;
+        p.heads = heads;
+        p.headDim = c.headDim;
+        p.ropeDims = c.ropeDims;
+        p.theta = c.ropeTheta;
+        p.freqScale = c.ropeFreqScale;
+        p.mode = kp::RoPEMode::eNormal; // GGUF's llama layout: adjacent pairs
+        add(std::make_shared<kp::OpRoPE>(std::vector<std::shared_ptr<kp::Memory>>{ x, mPositions, x }, p),
+            label + " (OpRoPE)");
+    };
+    auto cacheWrite = [&](const std::shared_ptr<kp::Tensor>& x, const std::shared_ptr<kp::Tensor>& cache,
+                          const std::string& label) {
+        kp::SetRowsParams p;
+        p.rows = t;
+        p.cols = kv;
+        p.dstRowStride = kv;
+        p.dstOffset = 0;
+        add(std::make_shared<kp::OpSetRows>(std::vector<std::shared_ptr<kp::Memory>>{ x, cache, mPositions }, p),
+            label + " (OpSetRows)");
+    };
+
+    add(std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{ mIds, mPositions }),
+        "inputs (OpSyncDevice)");
+    {
+        kp::GetRowsParams p;
+        p.rows = t;
+        p.cols = d;
+        p.formatTable = formatOf(model.tokenEmbedding());
+        add(std::make_shared<kp::OpGetRows>(model.tokenEmbedding().tensor, mIds, mX, p), "token_embd (OpGetRows)");
+    }
+    for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
+        const Model::Layer& w = model.layers()[layer];
+        rmsNorm(mX, w.attnNorm, mNormed, "attn_norm");
+        linear(mNormed, w.wq, mQ, false, t, 0, "attn_q");
+        linear(mNormed, w.wk, mK, false, t, 0, "attn_k");
+        linear(mNormed, w.wv, mV, false, t, 0, "attn_v");
+        rope(mQ, c.headCount, "rope_q");
+        rope(mK, c.headCountKv, "rope_k");
+        cacheWrite(mK, mKeyCache[layer], "cache_k");
+        cacheWrite(mV, mValueCache[layer], "cache_v");
+        {
+            kp::AttentionParams p;
+            p.rows = t;
+            p.heads = c.headCount;
+            p.kvHeads = c.headCountKv;
+            p.headDim = c.headDim;
+            p.kvCapacity = mCapacity;
+            p.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+            p.causal = true;
+            p.kvRowStride = kv;
+            add(std::make_shared<kp::OpAttention>(
+                  std::vector<std::shared_ptr<kp::Memory>>{ mQ, mKeyCache[layer], mValueCache[layer], mPositions, mAttention },
+                  p),
+                "attention (OpAttention)");
+        }
+        linear(mAttention, w.wo, mX, true, t, 0, "attn_output");
+        rmsNorm(mX, w.ffnNorm, mNormed, "ffn_norm");
+        linear(mNormed, w.wGate, mGate, false, t, 0, "ffn_gate");
+        linear(mNormed, w.wUp, mUp, false, t, 0, "ffn_up");
+        {
+            kp::SwiGLUParams p;
+            p.count = t * ff;
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, mHidden }, p),
+                "swiglu (OpSwiGLU)");
+        }
+        linear(mHidden, w.wDown, mX, true, t, 0, "ffn_down");
+    }
+
+    if (s.output != Output::eNone) {
+        rmsNorm(mX, model.outputNorm(), mNormed, "output_norm");
+        if (s.output == Output::eAll) {
+            if (!mAllLogits || mAllLogits->size() < uint64_t(t) * c.vocabSize) {
+                mAllLogits = manager.tensor(static_cast<uint32_t>(uint64_t(mOptions.batchSize) * c.vocabSize), 4,
+                                            DataTypes::eFloat, MemoryTypes::eDevice);
+            }
+            linear(mNormed, model.output(), mAllLogits, false, t, 0, "output");
+            add(std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ mAllLogits }),
+                "logits (OpSyncLocal)");
+        } else {
+            // Only the last token's row is computed and read back.
+            linear(mNormed, model.output(), mLastLogits, false, 1, uint64_t(t - 1) * d, "output");
+            if (s.output == Output::eArgmax) {
+                kp::ReduceParams p;
+                p.op = kp::ReduceOp::eArgmax;
+                p.rows = 1;
+                p.cols = c.vocabSize;
+                add(std::make_shared<kp::OpReduce>(std::vector<std::shared_ptr<kp::Memory>>{ mLastLogits, mArgmax }, p),
+                    "argmax (OpReduce)");
+                add(std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ mArgmax }),
+                    "argmax (OpSyncLocal)");
+            } else {
+                add(std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ mLastLogits }),
+                    "logits (OpSyncLocal)");
+            }
+        }
+    }
+
+    s.sequence = manager.sequence(mOptions.queueIndex, mOptions.profile ? static_cast<uint32_t>(ops.size()) : 0);
+    for (auto& [op, label] : ops) {
+        s.sequence->record(op);
+        s.labels.push_back(label);
+    }
+}
+
+void
+Context::run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Output output)
+{
+    const uint32_t count = static_cast<uint32_t>(end - begin);
+    Step& s = step(count, output);
+    uint32_t* ids = mIds->data();
+    uint32_t* positions = mPositions->data();
+    for (uint32_t i = 0; i < count; ++i) {
+        ids[i] = tokens[begin + i];
+        positions[i] = mPosition + i;
+    }
+    s.sequence->eval();
+    mPosition += count;
+    if (mOptions.profile) {
+        std::vector<double> stamps = s.sequence->getTimestampsNs();
+        for (size_t i = 0; i + 1 < stamps.size() && i < s.labels.size(); ++i) {
+            const std::string& label = s.labels[i];
+            auto found = std::find_if(mProfile.begin(), mProfile.end(), [&](const OpTime& o) { return o.label == label; });
+            if (found == mProfile.end()) {
+                mProfile.push_back({ label, 0.0, 0 });
+                found = mProfile.end() - 1;
+            }
+            found->milliseconds += (stamps[i + 1] - stamps[i]) * 1e-6;
+            found->count += 1;
+        }
+    }
+}
+
+void
+Context::evaluate(const std::vector<uint32_t>& tokens, Logits which, std::vector<float>* logits)
+{
+    checkTokens(tokens);
+    mProfile.clear();
+    const uint32_t vocab = mModel->config().vocabSize;
+    if (logits) {
+        logits->clear();
+    }
+    if (which != Logits::eNone && (logits == nullptr || tokens.empty())) {
+        throw kp::Error(tokens.empty() ? "no tokens to evaluate" : "no vector to put the logits in");
+    }
+    const size_t batch = mOptions.batchSize;
+    for (size_t begin = 0; begin < tokens.size(); begin += batch) {
+        size_t end = std::min(tokens.size(), begin + batch);
+        bool last = end == tokens.size();
+        Output output = which == Logits::eAll ? Output::eAll
+                        : (which == Logits::eLast && last) ? Output::eLast
+                                                           : Output::eNone;
+        run(tokens, begin, end, output);
+        if (output == Output::eAll) {
+            const float* rows = mAllLogits->data<float>();
+            logits->insert(logits->end(), rows, rows + (end - begin) * vocab);
+        } else if (output == Output::eLast) {
+            const float* row = mLastLogits->data<float>();
+            logits->assign(row, row + vocab);
+        }
+    }
+}
+
+uint32_t
+Context::evaluateGreedy(const std::vector<uint32_t>& tokens)
+{
+    checkTokens(tokens);
+    if (tokens.empty()) {
+        throw kp::Error("no tokens to evaluate");
+    }
+    mProfile.clear();
+    const size_t batch = mOptions.batchSize;
+    for (size_t begin = 0; begin < tokens.size(); begin += batch) {
+        size_t end = std::min(tokens.size(), begin + batch);
+        run(tokens, begin, end, end == tokens.size() ? Output::eArgmax : Output::eNone);
+    }
+    return mArgmax->data()[0];
+}
+
+std::vector<OpTime>
+Context::profile() const
+{
+    std::vector<OpTime> sorted = mProfile;
+    std::sort(sorted.begin(), sorted.end(), [](const OpTime& a, const OpTime& b) { return a.milliseconds > b.milliseconds; });
+    return sorted;
+}
+
+} // namespace llm
+} // namespace kp

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// Model: checks a file's weights and puts them on the device, or makes up
+// random ones of a named shape.
+#include "kompute/llm/Model.hpp"
+
+#include "RandomWeights.hpp"
+
+#include <cstring>
+
+namespace kp {
+namespace llm {
+
+namespace {
+
+using DataTypes = kp::Memory::DataTypes;
+
+struct DeviceFormat
+{
+    DataTypes dataType;
+    uint32_t elementBytes;
+};
+
+/** How a weight of `type` is stored in a tensor: the element type for
+ * F32/F16/BF16, raw bytes of GGUF blocks for Q8_0/Q4_0. */
+DeviceFormat
+deviceFormatOf(TensorType type)
+{
+    switch (type) {
+        case TensorType::eF32: return { DataTypes::eFloat, 4 };
+        case TensorType::eF16: return { DataTypes::eHalf, 2 };
+        case TensorType::eBF16: return { DataTypes::eBFloat16, 2 };
+        case TensorType::eQ8_0:
+        case TensorType::eQ4_0: return { DataTypes::eUnsignedChar, 1 };
+        default: break;
+    }
+    throw kp::Error("weight type " + toString(type) + " cannot be put on the device");
+}
+
+uint64_t
+byteSize(TensorType type, uint64_t elements)
+{
+    TensorTypeLayout layout = layoutOf(type);
+    return elements / layout.blockSize * layout.blockBytes;
+}
+
+float
+bf16ToFloat(uint16_t bits)
+{
+    uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, 4);
+    return value;
+}
+
+/** A norm weight as f32, from F32, F16 or BF16 bytes. */
+std::vector<float>
+normToFloat(TensorType type, const uint8_t* bytes, uint32_t count)
+{
+    std::vector<float> values(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (type == TensorType::eF32) {
+            std::memcpy(&values[i], bytes + 4 * i, 4);
+        } else {
+            uint16_t bits;
+            std::memcpy(&bits, bytes + 2 * i, 2);
+            values[i] = type == TensorType::eF16 ? kp::float16_t::toFloat(bits) : bf16ToFloat(bits);
+        }
+    }
+    return values;
+}
+
+} // namespace
+
+Model::Model(kp::Manager& manager, ModelConfig config)
+  : mManager(manager)
+  , mConfig(std::move(config))
+{
+    mLayers.resize(mConfig.blockCount);
+}
+
+DeviceWeight&
+Model::slot(const std::string& name)
+{
+    if (name == "token_embd.weight") {
+        return mTokenEmbedding;
+    }
+    if (name == "output_norm.weight") {
+        return mOutputNorm;
+    }
+    if (name == "output.weight") {
+        return mOutput;
+    }
+    // blk.N.<part>.weight
+    size_t dot = name.find('.', 4);
+    uint32_t index = static_cast<uint32_t>(std::stoul(name.substr(4, dot - 4)));
+    std::string part = name.substr(dot + 1);
+    Layer& layer = mLayers.at(index);
+    if (part == "attn_norm.weight") return layer.attnNorm;
+    if (part == "attn_q.weight") return layer.wq;
+    if (part == "attn_k.weight") return layer.wk;
+    if (part == "attn_v.weight") return layer.wv;
+    if (part == "attn_output.weight") return layer.wo;
+    if (part == "ffn_norm.weight") return layer.ffnNorm;
+    if (part == "ffn_gate.weight") return layer.wGate;
+    if (part == "ffn_up.weight") return layer.wUp;
+    if (part == "ffn_down.weight") return layer.wDown;
+    throw kp::Error("no slot for weight '" + name + "'");
+}
+
+DeviceWeight
+Model::upload(const std::string& name, TensorType type, const uint8_t* bytes, uint32_t rows,
+              uint32_t cols, bool isMatrix)
+{
+    DeviceWeight weight;
+    weight.rows = rows;
+    weight.cols = cols;
+    const uint64_t elements = uint64_t(rows) * cols;
+    if (!isMatrix) {
+        // Norm weights are tiny: always f32 on the device.
+        std::vector<float> values = normToFloat(type, bytes, static_cast<uint32_t>(elements));
+        weight.type = TensorType::eF32;
+        weight.tensor = mManager.tensor(values.data(), static_cast<uint32_t>(elements), 4, DataTypes::eFloat,
+                                        kp::Memory::MemoryTypes::eStorage);
+    } else {
+        DeviceFormat format = deviceFormatOf(type);
+        uint64_t bytesTotal = byteSize(type, elements);
+        uint64_t count = bytesTotal / format.elementBytes;
+        if (bytesTotal > UINT32_MAX) {
+            throw kp::Error("weight '" + name + "' has " + std::to_string(bytesTotal) +
+                            " bytes: a tensor holds at most 4 GiB");
+        }
+        weight.type = type;
+        weight.tensor = mManager.tensor(const_cast<uint8_t*>(bytes), static_cast<uint32_t>(count),
+                                        format.elementBytes, format.dataType, kp::Memory::MemoryTypes::eStorage);
+    }
+    mWeightBytes += weight.tensor->memorySize();
+    return weight;
+}
+
+std::shared_ptr<Model>
+Model::load(kp::Manager& manager, const GgufFile& file, const LoadProgress& progress)
+{
+    ModelConfig config = ModelConfig::fromGguf(file);
+    checkWeights(file, config);
+    auto model = std::make_shared<Model>(manager, config);
+    std::vector<WeightSpec> specs = weightSpecs(config);
+    uint64_t total = 0;
+    for (const WeightSpec& spec : specs) {
+        total += file.tensor(spec.name).byteSize;
+    }
+    uint64_t done = 0;
+    for (const WeightSpec& spec : specs) {
+        const GgufTensorInfo& info = file.tensor(spec.name);
+        uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
+        uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
+        model->slot(spec.name) = model->upload(spec.name, info.type, file.tensorData(info), rows, cols, spec.isMatrix);
+        if (spec.name == "blk.0.attn_q.weight") {
+            model->mWeightType = info.type;
+        }
+        done += info.byteSize;
+        if (progress) {
+            progress(done, total);
+        }
+    }
+    return model;
+}
+
+std::shared_ptr<Model>
+Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, uint64_t seed,
+              const LoadProgress& progress)
+{
+    if (!isSupportedWeightType(type)) {
+        throw kp::Error("random weights of type " + toString(type) +
+                        ": supported are F32, F16, BF16, Q8_0 and Q4_0");
+    }
+    config.validate();
+    auto model = std::make_shared<Model>(manager, config);
+    model->mWeightType = type;
+    std::vector<WeightSpec> specs = weightSpecs(config);
+    uint64_t total = 0;
+    for (const WeightSpec& spec : specs) {
+        uint64_t elements = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
+        total += spec.isMatrix ? byteSize(type, elements) : elements * 4;
+    }
+    uint64_t done = 0;
+    std::vector<uint8_t> buffer;
+    uint64_t index = 0;
+    for (const WeightSpec& spec : specs) {
+        uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
+        uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
+        uint64_t elements = uint64_t(rows) * cols;
+        ++index;
+        buffer = randomWeight(spec, type, seed, index);
+        model->slot(spec.name) =
+          model->upload(spec.name, spec.isMatrix ? type : TensorType::eF32, buffer.data(), rows, cols, spec.isMatrix);
+        done += spec.isMatrix ? byteSize(type, elements) : elements * 4;
+        if (progress) {
+            progress(done, total);
+        }
+    }
+    return model;
+}
+
+uint64_t
+Model::bytesReadPerToken() const
+{
+    uint64_t bytes = 0;
+    for (const Layer& layer : mLayers) {
+        for (const DeviceWeight* w : { &layer.attnNorm, &layer.wq, &layer.wk, &layer.wv, &layer.wo,
+                                       &layer.ffnNorm, &layer.wGate, &layer.wUp, &layer.wDown }) {
+            bytes += w->tensor->memorySize();
+        }
+    }
+    bytes += mOutputNorm.tensor->memorySize() + output().tensor->memorySize();
+    bytes += mTokenEmbedding.tensor->memorySize() / mTokenEmbedding.rows;
+    return bytes;
+}
+
+} // namespace llm
+} // namespace kp

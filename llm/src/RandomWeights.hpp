@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random weights for models without a file (--random), the same for
+// Model::random and writeRandomModel.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kompute/llm/ModelConfig.hpp"
+
+namespace kp {
+namespace llm {
+
+/** The bytes of weight number `index` (from 1, in weightSpecs order) of a
+ * random model: matrices of `type`, uniform with variance 1/(row length)
+ * (the embedding about 1); norm weights f32 ones. */
+std::vector<uint8_t> randomWeight(const WeightSpec& spec, TensorType type, uint64_t seed, uint64_t index);
+
+} // namespace llm
+} // namespace kp

@@ -1,0 +1,199 @@
+"""The LLM runner's forward pass against a NumPy reference: tiny Llama
+models written as GGUF files in every weight type, the logits of every
+position, greedy generation, and clear errors for bad files.
+
+Tolerances (largest absolute difference over the largest reference logit):
+the reference rounds keys and values to float16 as the runner's KV cache
+does; F32 weights must then agree to 2e-3; F16 and BF16 weights (whose
+kernels may round activations to 16 bits) to 2e-2 and 4e-2; Q8_0 and Q4_0,
+compared with the reference on their dequantized weights, to 3e-2.
+"""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import kp
+import kp.llm
+
+from llm_support import TinyConfig, need_gguf, reference_logits, write_model
+
+TOLERANCE = {"f32": 2e-3, "f16": 2e-2, "bf16": 4e-2, "q8_0": 3e-2, "q4_0": 3e-2}
+PROMPT = [1, 40, 300 - 30, 7, 100, 5, 61, 200, 33, 12, 280, 3]
+
+
+@pytest.fixture(scope="module")
+def manager():
+    mgr = kp.Manager()
+    yield mgr
+    mgr.destroy()
+
+
+def relative_error(actual, expected):
+    return float(np.max(np.abs(actual - expected)) / np.max(np.abs(expected)))
+
+
+def greedy_reference(config, weights, prompt, count):
+    tokens = list(prompt)
+    out = []
+    for _ in range(count):
+        logits = reference_logits(config, weights, tokens)[-1]
+        top = np.sort(logits)[-2:]
+        out.append(int(np.argmax(logits)))
+        tokens.append(out[-1])
+        yield out[-1], float(top[1] - top[0])
+
+
+@pytest.mark.parametrize("weight_type", list(TOLERANCE))
+def test_logits_of_every_position_match_the_reference(tmp_path, manager, weight_type):
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / f"tiny-{weight_type}.gguf"
+    weights = write_model(path, config, weight_type, seed=3)
+    model = kp.llm.Model(str(path), manager=manager, context_size=64)
+    assert model.config["weight_type"] == weight_type.upper()
+    logits = model.logits(PROMPT)
+    assert logits.shape == (len(PROMPT), config.vocab) and logits.dtype == np.float32
+    expected = reference_logits(config, weights, PROMPT)
+    assert relative_error(logits, expected) < TOLERANCE[weight_type]
+
+
+@pytest.mark.parametrize("weight_type", ["f32", "q4_0"])
+def test_greedy_generation_matches_the_reference_argmax(tmp_path, manager, weight_type):
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / "tiny.gguf"
+    weights = write_model(path, config, weight_type, seed=5)
+    model = kp.llm.Model(str(path), manager=manager, context_size=64)
+    generated = model.generate(PROMPT[:6], n=6, temperature=0, ignore_eos=True)
+    expected = list(greedy_reference(config, weights, PROMPT[:6], 6))
+    scale = max(1.0, max(abs(m) for _, m in expected))
+    for index, ((token, margin), got) in enumerate(zip(expected, generated)):
+        if margin < TOLERANCE[weight_type] * 10 * scale:
+            break  # the reference's top two are too close to call; stop comparing here
+        assert got == token, f"token {index}"
+    assert len(generated) == 6
+
+
+def test_chunked_prompts_and_decoding_agree_with_teacher_forcing(tmp_path, manager):
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / "tiny.gguf"
+    write_model(path, config, "f32", seed=7)
+    whole = kp.llm.Model(str(path), manager=manager, context_size=64).logits(PROMPT)
+    chunked = kp.llm.Model(str(path), manager=manager, context_size=64, batch_size=5)
+    assert relative_error(chunked.logits(PROMPT), whole) < 1e-4
+    chunked.reset()
+    rows = [chunked.evaluate(PROMPT[:4], "all")]
+    for token in PROMPT[4:]:
+        rows.append(chunked.evaluate([token], "last"))
+    assert chunked.position == len(PROMPT)
+    assert relative_error(np.concatenate(rows), whole) < 1e-4
+
+
+@pytest.mark.parametrize("variant", [
+    dict(kv_heads=4), dict(kv_heads=1), dict(rope_dims=8), dict(tied=True),
+    dict(rope_base=500000.0, heads=2, kv_heads=1),
+], ids=["mha", "one-kv-head", "partial-rope", "tied-output", "llama3-rope"])
+def test_model_variants(tmp_path, manager, variant):
+    need_gguf()
+    config = TinyConfig(**variant)
+    path = tmp_path / "variant.gguf"
+    weights = write_model(path, config, "f32", seed=11, alignment=64 if variant.get("tied") else None)
+    model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    assert model.config["tied_output"] == config.tied
+    assert relative_error(model.logits(PROMPT), reference_logits(config, weights, PROMPT)) < TOLERANCE["f32"]
+
+
+def test_random_weights_and_bad_input(manager):
+    model = kp.llm.Model(random="tiny:q8_0", manager=manager, context_size=16)
+    assert model.tokenizer is None and model.config["vocab_size"] == 1024
+    first = model.generate([1, 2, 3], n=4, temperature=0)
+    assert len(first) == 4 and first == model.generate([1, 2, 3], n=4, temperature=0)
+    sampled = model.generate([1, 2, 3], n=4, temperature=1.0, seed=9)
+    assert sampled == model.generate([1, 2, 3], n=4, temperature=1.0, seed=9)
+    with pytest.raises(kp.Error, match="outside the vocabulary"):
+        model.evaluate([5000])
+    model.reset()
+    with pytest.raises(kp.Error, match="the context is full"):
+        model.evaluate(list(range(17)))
+    assert model.position == 0
+    with pytest.raises(kp.Error, match="unknown model shape 'huge'"):
+        kp.llm.Model(random="huge:f16", manager=manager)
+    with pytest.raises(kp.Error, match="unknown weight type 'q4_k'"):
+        kp.llm.Model(random="tiny:q4_k", manager=manager)
+
+
+def test_bad_files_are_clear_errors(tmp_path, manager):
+    need_gguf()
+    config = TinyConfig()
+    good = tmp_path / "good.gguf"
+    write_model(good, config, "q8_0")
+    data = good.read_bytes()
+    cases = {
+        "truncated": (data[: len(data) - 700], "ends past the end of the file"),
+        "magic": (b"GGML" + data[4:], "not a GGUF file"),
+        "header": (data[:30], "truncated"),
+    }
+    for name, (content, message) in cases.items():
+        path = tmp_path / f"{name}.gguf"
+        path.write_bytes(content)
+        with pytest.raises(kp.Error, match=message):
+            kp.llm.Model(str(path), manager=manager)
+    arch = tmp_path / "arch.gguf"
+    write_model(arch, config, "f32", architecture="mamba")
+    with pytest.raises(kp.Error, match="unsupported architecture 'mamba'"):
+        kp.llm.Model(str(arch), manager=manager)
+    missing = tmp_path / "missing.gguf"
+    write_model(missing, config, "f32", skip={"blk.1.ffn_up.weight"})
+    with pytest.raises(kp.Error, match="missing tensor 'blk.1.ffn_up.weight'"):
+        kp.llm.Model(str(missing), manager=manager)
+    shape = tmp_path / "shape.gguf"
+    write_model(shape, config, "f32", override={"blk.0.attn_k.weight": (np.zeros((16, 64), np.float32), None)})
+    with pytest.raises(kp.Error, match=r"'blk.0.attn_k.weight' has shape \[64, 16\], but the model's metadata needs \[64, 32\]"):
+        kp.llm.Model(str(shape), manager=manager)
+    with pytest.raises(kp.Error, match="cannot open"):
+        kp.llm.Model(str(tmp_path / "absent.gguf"), manager=manager)
+
+
+# --- The command-line program ------------------------------------------------------------
+
+KOMPUTE_LLM = os.environ.get("KOMPUTE_LLM")
+needs_cli = pytest.mark.skipif(not KOMPUTE_LLM, reason="KOMPUTE_LLM (the path of kompute-llm) is not set")
+
+
+@needs_cli
+def test_cli_dump_logits_and_generation(tmp_path):
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / "tiny.gguf"
+    weights = write_model(path, config, "f16", seed=13)
+    out = tmp_path / "logits.npy"
+    ids = ",".join(map(str, PROMPT))
+    subprocess.run([KOMPUTE_LLM, "--model", str(path), "--tokens", ids, "-n", "0", "--dump-logits", str(out)],
+                   check=True)
+    logits = np.load(out)
+    assert logits.shape == (len(PROMPT), config.vocab) and logits.dtype == np.float32
+    assert relative_error(logits, reference_logits(config, weights, PROMPT)) < TOLERANCE["f16"]
+    # Random weights pick byte tokens that need not make valid UTF-8: the
+    # bytes are printed as they come.
+    run = subprocess.run([KOMPUTE_LLM, "-m", str(path), "-p", "ab ba", "-n", "5", "--temp", "0", "--ignore-eos"],
+                         check=True, capture_output=True)
+    assert run.stdout.startswith(b"ab ba")
+    bad = subprocess.run([KOMPUTE_LLM, "-m", str(tmp_path / "none.gguf"), "-p", "x"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "cannot open" in bad.stderr
+    usage = subprocess.run([KOMPUTE_LLM, "--tokens", "1"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "--model" in usage.stderr
+
+
+@needs_cli
+def test_cli_bench_json(tmp_path):
+    out = tmp_path / "bench.json"
+    subprocess.run([KOMPUTE_LLM, "--random", "tiny:q4_0", "--bench", "--bench-prompt", "16", "--bench-gen", "4",
+                    "--reps", "2", "--json", str(out)], check=True, capture_output=True)
+    import json
+    results = json.loads(out.read_text())
+    assert [r["test"] for r in results] == ["pp16", "tg4"]
+    assert all(r["tokens_per_second"] > 0 and r["repetitions"] == 2 for r in results)

@@ -4,9 +4,12 @@ position, greedy generation, and clear errors for bad files.
 
 Tolerances (largest absolute difference over the largest reference logit):
 the reference rounds keys and values to float16 as the runner's KV cache
-does; F32 weights must then agree to 2e-3; F16 and BF16 weights (whose
-kernels may round activations to 16 bits) to 2e-2 and 4e-2; Q8_0 and Q4_0,
-compared with the reference on their dequantized weights, to 3e-2.
+does; F32 weights must then agree to 5e-3 (the cooperative-matrix GEMM of
+GPUs that have one rounds f32 activations to f16; lavapipe's paths compute
+in f32 and agree to about 1e-6); F16 and BF16 weights to 2e-2 and 4e-2;
+Q8_0 and Q4_0, compared with the reference on their dequantized weights (the
+integer dot-product path also quantizes activations to 8 bits), to 3e-2. A
+wrong layout, position or head mapping is off by the size of the logits.
 """
 
 import os
@@ -20,7 +23,7 @@ import kp.llm
 
 from llm_support import TinyConfig, need_gguf, reference_logits, write_model
 
-TOLERANCE = {"f32": 2e-3, "f16": 2e-2, "bf16": 4e-2, "q8_0": 3e-2, "q4_0": 3e-2}
+TOLERANCE = {"f32": 5e-3, "f16": 2e-2, "bf16": 4e-2, "q8_0": 3e-2, "q4_0": 3e-2}
 PROMPT = [1, 40, 300 - 30, 7, 100, 5, 61, 200, 33, 12, 280, 3]
 
 

@@ -79,7 +79,8 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mK = floats(manager, batch * kv);
     mV = floats(manager, batch * kv);
     mAttention = floats(manager, batch * q);
-    mGate = floats(manager, batch * c.feedForwardLength);
+    // Decoding puts gate and up side by side here: room for two rows.
+    mGate = floats(manager, std::max<uint64_t>(batch, 2) * c.feedForwardLength);
     mUp = floats(manager, batch * c.feedForwardLength);
     mHidden = floats(manager, batch * c.feedForwardLength);
 
@@ -152,6 +153,7 @@ Context::record(Step& s)
         p.transB = true;
         p.beta = accumulate ? 1.0f : 0.0f;
         p.offsetA = xOffset;
+        p.offsetB = w.offset;
         p.formatB = formatOf(w);
         add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, p), label + " (OpMatMul)");
     };
@@ -223,12 +225,21 @@ Context::record(Step& s)
         }
         linear(mAttention, w.wo, mX, true, t, 0, "attn_output");
         rmsNorm(mX, w.ffnNorm, mNormed, "ffn_norm");
-        linear(mNormed, w.wGate, mGate, false, t, 0, "ffn_gate");
-        linear(mNormed, w.wUp, mUp, false, t, 0, "ffn_up");
-        {
-            kp::SwiGLUParams p;
-            p.count = t * ff;
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, mHidden }, p),
+        kp::SwiGLUParams swiglu;
+        swiglu.count = t * ff;
+        if (t == 1 && w.wGate.tensor == w.wUp.tensor) {
+            // Decoding: gate and up rows in one mat-vec, [gate | up] in mGate.
+            DeviceWeight gateUp = w.wGate;
+            gateUp.rows = 2 * ff;
+            linear(mNormed, gateUp, mGate, false, 1, 0, "ffn_gate_up");
+            swiglu.upOffset = ff;
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, mHidden },
+                                               swiglu),
+                "swiglu (OpSwiGLU)");
+        } else {
+            linear(mNormed, w.wGate, mGate, false, t, 0, "ffn_gate");
+            linear(mNormed, w.wUp, mUp, false, t, 0, "ffn_up");
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, mHidden }, swiglu),
                 "swiglu (OpSwiGLU)");
         }
         linear(mHidden, w.wDown, mX, true, t, 0, "ffn_down");

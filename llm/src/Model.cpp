@@ -5,7 +5,10 @@
 
 #include "RandomWeights.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
+#include <map>
 
 namespace kp {
 namespace llm {
@@ -137,31 +140,68 @@ Model::upload(const std::string& name, TensorType type, const uint8_t* bytes, ui
     return weight;
 }
 
+void
+Model::place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source, uint64_t total,
+             const LoadProgress& progress)
+{
+    uint64_t done = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+        const WeightSpec& spec = specs[i];
+        WeightSource weight = source(spec);
+        uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
+        uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
+        bool isGate = spec.name.size() > 15 && spec.name.compare(spec.name.size() - 15, 15, "ffn_gate.weight") == 0;
+        if (isGate && i + 1 < specs.size()) {
+            // The gate and up matrices of a layer share one tensor (gate rows
+            // first), so that decoding computes both with one mat-vec.
+            WeightSource up = source(specs[i + 1]);
+            if (up.type == weight.type) {
+                std::vector<uint8_t> both(weight.bytes, weight.bytes + weight.byteSize);
+                both.insert(both.end(), up.bytes, up.bytes + up.byteSize);
+                DeviceWeight shared = upload(spec.name, weight.type, both.data(), 2 * rows, cols, true);
+                DeviceWeight& gate = slot(spec.name);
+                DeviceWeight& upSlot = slot(specs[i + 1].name);
+                gate = shared;
+                gate.rows = rows;
+                upSlot = shared;
+                upSlot.rows = rows;
+                upSlot.offset = uint64_t(rows) * cols;
+                done += weight.byteSize + up.byteSize;
+                ++i;
+                if (progress) {
+                    progress(done, total);
+                }
+                continue;
+            }
+        }
+        slot(spec.name) = upload(spec.name, weight.type, weight.bytes, rows, cols, spec.isMatrix);
+        done += weight.byteSize;
+        if (progress) {
+            progress(done, total);
+        }
+    }
+}
+
 std::shared_ptr<Model>
 Model::load(kp::Manager& manager, const GgufFile& file, const LoadProgress& progress)
 {
     ModelConfig config = ModelConfig::fromGguf(file);
     checkWeights(file, config);
     auto model = std::make_shared<Model>(manager, config);
+    model->mWeightType = file.tensor("blk.0.attn_q.weight").type;
     std::vector<WeightSpec> specs = weightSpecs(config);
     uint64_t total = 0;
     for (const WeightSpec& spec : specs) {
         total += file.tensor(spec.name).byteSize;
     }
-    uint64_t done = 0;
-    for (const WeightSpec& spec : specs) {
-        const GgufTensorInfo& info = file.tensor(spec.name);
-        uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
-        uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
-        model->slot(spec.name) = model->upload(spec.name, info.type, file.tensorData(info), rows, cols, spec.isMatrix);
-        if (spec.name == "blk.0.attn_q.weight") {
-            model->mWeightType = info.type;
-        }
-        done += info.byteSize;
-        if (progress) {
-            progress(done, total);
-        }
-    }
+    model->place(
+      specs,
+      [&](const WeightSpec& spec) {
+          const GgufTensorInfo& info = file.tensor(spec.name);
+          return WeightSource{ info.type, file.tensorData(info), info.byteSize };
+      },
+      total,
+      progress);
     return model;
 }
 
@@ -177,42 +217,48 @@ Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, 
     auto model = std::make_shared<Model>(manager, config);
     model->mWeightType = type;
     std::vector<WeightSpec> specs = weightSpecs(config);
+    std::map<std::string, uint64_t> indexOf;
     uint64_t total = 0;
     for (const WeightSpec& spec : specs) {
+        indexOf.emplace(spec.name, indexOf.size() + 1);
         uint64_t elements = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
-        total += spec.isMatrix ? byteSize(type, elements) : elements * 4;
+        total += byteSize(spec.isMatrix ? type : TensorType::eF32, elements);
     }
-    uint64_t done = 0;
-    std::vector<uint8_t> buffer;
-    uint64_t index = 0;
-    for (const WeightSpec& spec : specs) {
-        uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
-        uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
-        uint64_t elements = uint64_t(rows) * cols;
-        ++index;
-        buffer = randomWeight(spec, type, seed, index);
-        model->slot(spec.name) =
-          model->upload(spec.name, spec.isMatrix ? type : TensorType::eF32, buffer.data(), rows, cols, spec.isMatrix);
-        done += spec.isMatrix ? byteSize(type, elements) : elements * 4;
-        if (progress) {
-            progress(done, total);
-        }
-    }
+    // place() uploads each weight right after asking for it (a gate matrix
+    // with its up matrix): the two weights made last are all it needs.
+    std::deque<std::pair<std::string, std::vector<uint8_t>>> made;
+    model->place(
+      specs,
+      [&](const WeightSpec& spec) {
+          auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == spec.name; });
+          if (it == made.end()) {
+              if (made.size() == 2) {
+                  made.pop_front();
+              }
+              made.emplace_back(spec.name, randomWeight(spec, type, seed, indexOf[spec.name]));
+              it = made.end() - 1;
+          }
+          TensorType t = spec.isMatrix ? type : TensorType::eF32;
+          return WeightSource{ t, it->second.data(), it->second.size() };
+      },
+      total,
+      progress);
     return model;
 }
 
 uint64_t
 Model::bytesReadPerToken() const
 {
+    auto bytesOf = [](const DeviceWeight& w) { return byteSize(w.type, uint64_t(w.rows) * w.cols); };
     uint64_t bytes = 0;
     for (const Layer& layer : mLayers) {
         for (const DeviceWeight* w : { &layer.attnNorm, &layer.wq, &layer.wk, &layer.wv, &layer.wo,
                                        &layer.ffnNorm, &layer.wGate, &layer.wUp, &layer.wDown }) {
-            bytes += w->tensor->memorySize();
+            bytes += bytesOf(*w);
         }
     }
-    bytes += mOutputNorm.tensor->memorySize() + output().tensor->memorySize();
-    bytes += mTokenEmbedding.tensor->memorySize() / mTokenEmbedding.rows;
+    bytes += bytesOf(mOutputNorm) + bytesOf(output());
+    bytes += bytesOf(mTokenEmbedding) / mTokenEmbedding.rows;
     return bytes;
 }
 

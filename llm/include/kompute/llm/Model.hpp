@@ -32,6 +32,9 @@ struct DeviceWeight
     /** Rows (out) and row length (in) for matrices; 1 x n for vectors. */
     uint32_t rows = 1;
     uint32_t cols = 0;
+    /** Where this matrix starts in the tensor, in weights (a layer's gate
+     * and up matrices share one tensor). */
+    uint64_t offset = 0;
 };
 
 class Model
@@ -79,6 +82,17 @@ class Model
     Model(kp::Manager& manager, ModelConfig config);
 
   private:
+    struct WeightSource
+    {
+        TensorType type;
+        const uint8_t* bytes;
+        uint64_t byteSize;
+    };
+    using WeightSourceFn = std::function<WeightSource(const WeightSpec&)>;
+    /** Uploads every weight of `specs` from `source`, asking for each once,
+     * just before its upload. */
+    void place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source, uint64_t total,
+               const LoadProgress& progress);
     /** Creates the weight `name` from `bytes` of `type` (norms to f32). */
     DeviceWeight upload(const std::string& name, TensorType type, const uint8_t* bytes,
                         uint32_t rows, uint32_t cols, bool isMatrix);

@@ -93,6 +93,11 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
         }
     }
     mLastLogits = manager.tensor(c.vocabSize, 4, DataTypes::eFloat, MemoryTypes::eDevice);
+    // Steps that return every row's logits hold at most what one storage
+    // buffer can (128 MiB on some drivers: 261 rows of a 128k vocabulary).
+    uint64_t maxRange = manager.getDeviceProperties().limits.maxStorageBufferRange;
+    mAllLogitsRows = static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(mOptions.batchSize, maxRange / (uint64_t(c.vocabSize) * 4))));
 }
 
 Context::~Context() = default;
@@ -248,8 +253,8 @@ Context::record(Step& s)
     if (s.output != Output::eNone) {
         rmsNorm(mX, model.outputNorm(), mNormed, "output_norm");
         if (s.output == Output::eAll) {
-            if (!mAllLogits || mAllLogits->size() < uint64_t(t) * c.vocabSize) {
-                mAllLogits = manager.tensor(static_cast<uint32_t>(uint64_t(mOptions.batchSize) * c.vocabSize), 4,
+            if (!mAllLogits) {
+                mAllLogits = manager.tensor(static_cast<uint32_t>(uint64_t(mAllLogitsRows) * c.vocabSize), 4,
                                             DataTypes::eFloat, MemoryTypes::eDevice);
             }
             linear(mNormed, model.output(), mAllLogits, false, t, 0, "output");
@@ -321,7 +326,7 @@ Context::evaluate(const std::vector<uint32_t>& tokens, Logits which, std::vector
     if (which != Logits::eNone && (logits == nullptr || tokens.empty())) {
         throw kp::Error(tokens.empty() ? "no tokens to evaluate" : "no vector to put the logits in");
     }
-    const size_t batch = mOptions.batchSize;
+    const size_t batch = which == Logits::eAll ? mAllLogitsRows : mOptions.batchSize;
     for (size_t begin = 0; begin < tokens.size(); begin += batch) {
         size_t end = std::min(tokens.size(), begin + batch);
         bool last = end == tokens.size();

@@ -198,6 +198,7 @@ class Context
     std::shared_ptr<kp::Tensor> mX, mNormed, mQ, mK, mV, mAttention, mGate, mUp, mHidden;
     std::vector<std::shared_ptr<kp::Tensor>> mKeyCache, mValueCache;
     std::shared_ptr<kp::Tensor> mLastLogits, mAllLogits;
+    uint32_t mAllLogitsRows = 1; // rows of mAllLogits: steps returning all logits are this long at most
 
     std::map<std::pair<uint32_t, int>, std::unique_ptr<Step>> mSteps;
     std::vector<OpTime> mProfile;

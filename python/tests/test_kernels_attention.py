@@ -157,6 +157,31 @@ def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
         q.data()[:] = q_values.ravel()
 
 
+@pytest.mark.parametrize("cache_dtype", ["float16", "float32"])
+@pytest.mark.parametrize("rows", [1, 12])
+def test_unwritten_cache_positions_do_not_leak_into_the_output(mgr, cache_dtype, rows):
+    # A fresh KV cache holds whatever its memory held before (NaN and Inf
+    # patterns included): positions past every row's limit must not reach
+    # the output, on either path (the runner caught the prefill tiles
+    # weighting them by zero, which NaN survives).
+    heads, kv_heads, d, capacity = 4, 2, 16, 64
+    rng = np.random.default_rng(rows)
+    q_values = rng.uniform(-1, 1, (rows, heads, d)).astype(np.float32)
+    k_values = round_to(cache_dtype, rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    v_values = k_values[::-1].copy()
+    k_values[rows:], v_values[rows:] = np.nan, np.inf
+    positions = np.arange(rows, dtype=np.uint32)
+    q = mgr.tensor(q_values.ravel())
+    k = tensor_of(mgr, cache_dtype, k_values.ravel())
+    v = tensor_of(mgr, cache_dtype, v_values.ravel())
+    pos = mgr.tensor_t(positions)
+    out = mgr.tensor(np.zeros(q_values.size))
+    run(mgr, [q, k, v, pos], kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads,
+                                            head_dim=d, kv_capacity=capacity), [out])
+    expected = attention_reference(q_values, k_values, v_values, positions, True, heads // kv_heads)
+    assert_near(out.data(), expected.ravel(), 2e-4)
+
+
 def test_recorded_decode_step_follows_the_position(mgr):
     heads, kv_heads, d, capacity = 4, 1, 16, 32
     rng = np.random.default_rng(5)

@@ -96,7 +96,10 @@ void main()
             uint position = uint(j0) + i / HEAD_DIM;
             float kv = 0.0;
             float vv = 0.0;
-            if (position < p.kvCapacity) {
+            // Positions past the tile's last one are never attended to and
+            // may hold anything (NaN in unwritten cache rows): they are not
+            // loaded, since a zero weight times NaN would still be NaN.
+            if (position <= uint(lastPosition)) {
                 uint index = p.kvOffset + position * p.kvRowStride + kvHead * HEAD_DIM + i % HEAD_DIM;
                 kv = LOAD(KV_TYPE, k, index);
                 vv = LOAD(KV_TYPE, v, index);

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: Apache-2.0
+// The LLM runner's forward pass on the device (kp::llm::Model and Context)
+// against a host reference written out here in double precision: a small
+// Llama of random weights in every weight type, the logits of every
+// position, decode steps against teacher forcing, the argmax on the device,
+// a model file read back, and clear errors for bad input.
+//
+// Tolerances (largest absolute difference over the largest reference
+// logit) are python/tests/test_llm_model.py's: the reference reads the same
+// (dequantized) weights and rounds keys and values to f16 as the KV cache
+// does, so what remains is the kernels' rounding: none on lavapipe's f32
+// paths (about 1e-6), f16 operands on cooperative-matrix GEMMs, 8-bit
+// activations on the integer dot-product mat-vec.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "TestSupport.hpp"
+
+#include "RandomWeights.hpp"
+#include "kompute/llm/GgufWriter.hpp"
+#include "kompute/llm/Llm.hpp"
+
+namespace {
+
+using kp::llm::Context;
+using kp::llm::ContextOptions;
+using kp::llm::Logits;
+using kp::llm::Model;
+using kp::llm::ModelConfig;
+using kp::llm::TensorType;
+
+const std::vector<uint32_t> kPrompt{ 1, 40, 270, 7, 100, 5, 61, 200, 33, 12, 280, 3 };
+const uint64_t kSeed = 7;
+
+/** Small enough for lavapipe; rows of whole 32-weight blocks. */
+ModelConfig
+smallConfig()
+{
+    ModelConfig c;
+    c.name = "test";
+    c.contextLength = 64;
+    c.embeddingLength = 64;
+    c.blockCount = 2;
+    c.feedForwardLength = 128;
+    c.headCount = 4;
+    c.headCountKv = 2;
+    c.headDim = 16;
+    c.ropeDims = 16;
+    c.vocabSize = 300;
+    c.validate();
+    return c;
+}
+
+double
+tolerance(TensorType type)
+{
+    switch (type) {
+        case TensorType::eF32: return 5e-3;
+        case TensorType::eF16: return 2e-2;
+        case TensorType::eBF16: return 4e-2;
+        default: return 3e-2;
+    }
+}
+
+// --- The host reference --------------------------------------------------------------
+
+float
+halfToFloat(const uint8_t* bytes)
+{
+    uint16_t bits;
+    std::memcpy(&bits, bytes, 2);
+    return kp::float16_t::toFloat(bits);
+}
+
+/** A weight's values, dequantized from its GGUF bytes (the block layouts of
+ * the GGUF format, written out independently of the runner). */
+std::vector<double>
+decode(const std::vector<uint8_t>& bytes, TensorType type, uint64_t count)
+{
+    std::vector<double> out(count);
+    for (uint64_t i = 0; i < count; ++i) {
+        switch (type) {
+            case TensorType::eF32: {
+                float v;
+                std::memcpy(&v, bytes.data() + 4 * i, 4);
+                out[i] = v;
+                break;
+            }
+            case TensorType::eF16: out[i] = halfToFloat(bytes.data() + 2 * i); break;
+            case TensorType::eBF16: {
+                uint32_t wide = uint32_t(bytes[2 * i]) << 16 | uint32_t(bytes[2 * i + 1]) << 24;
+                float v;
+                std::memcpy(&v, &wide, 4);
+                out[i] = v;
+                break;
+            }
+            case TensorType::eQ8_0: {
+                const uint8_t* block = bytes.data() + (i / 32) * 34;
+                out[i] = double(static_cast<int8_t>(block[2 + i % 32])) * halfToFloat(block);
+                break;
+            }
+            case TensorType::eQ4_0: {
+                const uint8_t* block = bytes.data() + (i / 32) * 18;
+                uint32_t j = i % 32;
+                uint32_t q = j < 16 ? block[2 + j] & 0x0F : block[2 + j - 16] >> 4;
+                out[i] = (double(q) - 8.0) * halfToFloat(block);
+                break;
+            }
+            default: ADD_FAILURE() << "no reference for type " << kp::llm::toString(type);
+        }
+    }
+    return out;
+}
+
+/** The weights Model::random makes, as doubles ([out][in] row-major). */
+struct HostWeights
+{
+    std::map<std::string, std::vector<double>> byName;
+    const std::vector<double>& operator[](const std::string& name) const { return byName.at(name); }
+};
+
+HostWeights
+hostWeights(const ModelConfig& c, TensorType type, uint64_t seed)
+{
+    HostWeights w;
+    uint64_t index = 0;
+    for (const kp::llm::WeightSpec& spec : kp::llm::weightSpecs(c)) {
+        uint64_t count = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
+        TensorType t = spec.isMatrix ? type : TensorType::eF32;
+        w.byName[spec.name] = decode(kp::llm::randomWeight(spec, type, seed, ++index), t, count);
+    }
+    return w;
+}
+
+using Rows = std::vector<std::vector<double>>;
+
+/** y[t][out] = x[t][in] . W[out][in]^T */
+Rows
+linear(const Rows& x, const std::vector<double>& w, size_t out)
+{
+    Rows y(x.size(), std::vector<double>(out, 0.0));
+    for (size_t t = 0; t < x.size(); ++t) {
+        const size_t in = x[t].size();
+        for (size_t o = 0; o < out; ++o) {
+            double s = 0;
+            for (size_t i = 0; i < in; ++i) {
+                s += x[t][i] * w[o * in + i];
+            }
+            y[t][o] = s;
+        }
+    }
+    return y;
+}
+
+Rows
+rmsNorm(const Rows& x, const std::vector<double>& w, double eps)
+{
+    Rows y = x;
+    for (auto& row : y) {
+        double squares = 0;
+        for (double v : row) {
+            squares += v * v;
+        }
+        double inv = 1.0 / std::sqrt(squares / double(row.size()) + eps);
+        for (size_t i = 0; i < row.size(); ++i) {
+            row[i] *= inv * w[i];
+        }
+    }
+    return y;
+}
+
+/** GGUF's llama layout: adjacent pairs of each head turn by p * theta^(-2i/dims). */
+void
+rope(Rows& x, const ModelConfig& c, uint32_t heads)
+{
+    for (size_t p = 0; p < x.size(); ++p) {
+        for (uint32_t h = 0; h < heads; ++h) {
+            for (uint32_t i = 0; i < c.ropeDims / 2; ++i) {
+                double angle = double(p) * std::pow(double(c.ropeTheta), -2.0 * i / c.ropeDims);
+                double& a = x[p][h * c.headDim + 2 * i];
+                double& b = x[p][h * c.headDim + 2 * i + 1];
+                double a0 = a, b0 = b;
+                a = a0 * std::cos(angle) - b0 * std::sin(angle);
+                b = a0 * std::sin(angle) + b0 * std::cos(angle);
+            }
+        }
+    }
+}
+
+void
+roundToHalf(Rows& x)
+{
+    for (auto& row : x) {
+        for (double& v : row) {
+            v = kp::float16_t::toFloat(kp::float16_t::fromFloat(static_cast<float>(v)));
+        }
+    }
+}
+
+/** Logits [tokens][vocabulary] of teacher forcing `tokens` from position 0. */
+Rows
+referenceLogits(const ModelConfig& c, const HostWeights& w, const std::vector<uint32_t>& tokens)
+{
+    const size_t n = tokens.size(), d = c.embeddingLength, hd = c.headDim;
+    const size_t group = c.headCount / c.headCountKv;
+    Rows x(n);
+    for (size_t t = 0; t < n; ++t) {
+        const auto& e = w["token_embd.weight"];
+        x[t].assign(e.begin() + tokens[t] * d, e.begin() + (tokens[t] + 1) * d);
+    }
+    for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
+        const std::string b = "blk." + std::to_string(layer) + ".";
+        Rows h = rmsNorm(x, w[b + "attn_norm.weight"], c.rmsEpsilon);
+        Rows q = linear(h, w[b + "attn_q.weight"], c.headCount * hd);
+        Rows k = linear(h, w[b + "attn_k.weight"], c.headCountKv * hd);
+        Rows v = linear(h, w[b + "attn_v.weight"], c.headCountKv * hd);
+        rope(q, c, c.headCount);
+        rope(k, c, c.headCountKv);
+        roundToHalf(k); // the KV cache is f16
+        roundToHalf(v);
+        Rows attention(n, std::vector<double>(c.headCount * hd, 0.0));
+        for (size_t t = 0; t < n; ++t) {
+            for (uint32_t head = 0; head < c.headCount; ++head) {
+                const size_t kvHead = head / group;
+                std::vector<double> scores(t + 1);
+                double top = -INFINITY;
+                for (size_t p = 0; p <= t; ++p) {
+                    double s = 0;
+                    for (size_t i = 0; i < hd; ++i) {
+                        s += q[t][head * hd + i] * k[p][kvHead * hd + i];
+                    }
+                    scores[p] = s / std::sqrt(double(hd));
+                    top = std::max(top, scores[p]);
+                }
+                double sum = 0;
+                for (double& s : scores) {
+                    s = std::exp(s - top);
+                    sum += s;
+                }
+                for (size_t p = 0; p <= t; ++p) {
+                    for (size_t i = 0; i < hd; ++i) {
+                        attention[t][head * hd + i] += scores[p] / sum * v[p][kvHead * hd + i];
+                    }
+                }
+            }
+        }
+        Rows o = linear(attention, w[b + "attn_output.weight"], d);
+        for (size_t t = 0; t < n; ++t) {
+            for (size_t i = 0; i < d; ++i) {
+                x[t][i] += o[t][i];
+            }
+        }
+        h = rmsNorm(x, w[b + "ffn_norm.weight"], c.rmsEpsilon);
+        Rows gate = linear(h, w[b + "ffn_gate.weight"], c.feedForwardLength);
+        Rows up = linear(h, w[b + "ffn_up.weight"], c.feedForwardLength);
+        for (size_t t = 0; t < n; ++t) {
+            for (size_t i = 0; i < c.feedForwardLength; ++i) {
+                double g = gate[t][i];
+                gate[t][i] = g / (1.0 + std::exp(-g)) * up[t][i];
+            }
+        }
+        Rows down = linear(gate, w[b + "ffn_down.weight"], d);
+        for (size_t t = 0; t < n; ++t) {
+            for (size_t i = 0; i < d; ++i) {
+                x[t][i] += down[t][i];
+            }
+        }
+    }
+    Rows h = rmsNorm(x, w["output_norm.weight"], c.rmsEpsilon);
+    return linear(h, w[c.tiedOutput ? "token_embd.weight" : "output.weight"], c.vocabSize);
+}
+
+/** Largest absolute difference over the largest reference value, over rows
+ * [first, first + rows of `actual`) of `expected`. */
+double
+relativeError(const std::vector<float>& actual, const Rows& expected, size_t first = 0)
+{
+    const size_t vocab = expected[0].size();
+    EXPECT_EQ(actual.size() % vocab, 0u);
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < actual.size(); ++i) {
+        double e = expected[first + i / vocab][i % vocab];
+        diff = std::max(diff, std::abs(double(actual[i]) - e));
+        scale = std::max(scale, std::abs(e));
+    }
+    return diff / scale;
+}
+
+uint32_t
+argmax(const float* row, size_t count)
+{
+    return static_cast<uint32_t>(std::max_element(row, row + count) - row);
+}
+
+// --- The tests ------------------------------------------------------------------------
+
+class LlmForwardPass : public kp_test::KomputeParamTest<TensorType>
+{};
+
+TEST_P(LlmForwardPass, MatchesTheHostReference)
+{
+    const TensorType type = GetParam();
+    const ModelConfig c = smallConfig();
+    const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+    auto model = Model::random(mgr(), c, type, kSeed);
+    EXPECT_EQ(model->weightType(), type);
+
+    // Every position of one prompt step (the GEMM path).
+    ContextOptions options;
+    options.contextSize = 32;
+    Context context(model, options);
+    std::vector<float> logits;
+    context.evaluate(kPrompt, Logits::eAll, &logits);
+    ASSERT_EQ(logits.size(), kPrompt.size() * c.vocabSize);
+    EXPECT_LT(relativeError(logits, expected), tolerance(type));
+    EXPECT_EQ(context.position(), kPrompt.size());
+
+    // A prompt of 5 tokens, then one token per step (the mat-vec path and
+    // the decode attention over the cache the earlier steps wrote).
+    context.reset();
+    std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+    context.evaluate(head, Logits::eLast, &logits);
+    EXPECT_LT(relativeError(logits, expected, 4), tolerance(type));
+    const size_t recorded = context.recordedSteps();
+    for (size_t t = 5; t < kPrompt.size(); ++t) {
+        context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
+    }
+    EXPECT_EQ(context.recordedSteps(), recorded + 1) << "one recorded sequence serves every decode step";
+
+    // The argmax on the device picks what the logits say.
+    context.reset();
+    context.evaluate(head, Logits::eLast, &logits);
+    context.reset();
+    EXPECT_EQ(context.evaluateGreedy(head), argmax(logits.data(), logits.size()));
+    context.evaluate({ kPrompt[5] }, Logits::eLast, &logits);
+    uint32_t next = argmax(logits.data(), logits.size());
+    context.reset();
+    context.evaluate(head, Logits::eNone, nullptr);
+    EXPECT_EQ(context.evaluateGreedy({ kPrompt[5] }), next);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes,
+                         LlmForwardPass,
+                         ::testing::Values(TensorType::eF32, TensorType::eF16, TensorType::eBF16, TensorType::eQ8_0,
+                                           TensorType::eQ4_0),
+                         [](const auto& info) { return kp::llm::toString(info.param); });
+
+class LlmContext : public kp_test::KomputeTest
+{};
+
+TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
+{
+    const ModelConfig c = smallConfig();
+    auto model = Model::random(mgr(), c, TensorType::eF32, kSeed);
+    std::vector<float> whole, split;
+    Context(model, ContextOptions{ 32, 512, false, 0 }).evaluate(kPrompt, Logits::eAll, &whole);
+    Context chunked(model, ContextOptions{ 32, 5, false, 0 });
+    chunked.evaluate(kPrompt, Logits::eAll, &split);
+    ASSERT_EQ(split.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+        ASSERT_NEAR(split[i], whole[i], 1e-4) << "logit " << i;
+    }
+    std::vector<float> last;
+    chunked.reset();
+    chunked.evaluate(kPrompt, Logits::eLast, &last);
+    ASSERT_EQ(last.size(), c.vocabSize);
+    for (size_t i = 0; i < last.size(); ++i) {
+        ASSERT_NEAR(last[i], whole[whole.size() - c.vocabSize + i], 1e-4) << "logit " << i;
+    }
+}
+
+TEST_F(LlmContext, AModelFileGivesWhatTheSameRandomModelGives)
+{
+    const ModelConfig c = smallConfig();
+    const std::string path = ::testing::TempDir() + "kompute-llm-model-test.gguf";
+    kp::llm::writeRandomModel(path, c, TensorType::eQ8_0, kSeed);
+    kp::llm::GgufFile file = kp::llm::GgufFile::open(path);
+    auto loaded = Model::load(mgr(), file);
+    auto random = Model::random(mgr(), c, TensorType::eQ8_0, kSeed);
+    EXPECT_EQ(loaded->weightBytes(), random->weightBytes());
+    std::vector<float> fromFile, fromMemory;
+    Context(loaded, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromFile);
+    Context(random, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromMemory);
+    EXPECT_EQ(fromFile, fromMemory);
+    std::remove(path.c_str());
+}
+
+TEST_F(LlmContext, BadInputIsAClearErrorAndChangesNothing)
+{
+    const ModelConfig c = smallConfig();
+    auto model = Model::random(mgr(), c, TensorType::eF16, kSeed);
+    Context context(model, ContextOptions{ 16 });
+    std::vector<float> logits;
+    auto expectError = [&](const std::function<void()>& call, const std::string& fragment) {
+        try {
+            call();
+            ADD_FAILURE() << "no error; expected one with '" << fragment << "'";
+        } catch (const kp::Error& error) {
+            EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+        }
+    };
+    context.evaluate({ 1, 2, 3 }, Logits::eNone, nullptr);
+    expectError([&] { context.evaluate({ 4, 300 }, Logits::eLast, &logits); },
+                "token id 300 is outside the vocabulary of 300 tokens");
+    expectError([&] { context.evaluateGreedy(std::vector<uint32_t>(14, 1)); },
+                "the context is full: 3 of 16 tokens are cached and 14 more were given");
+    expectError([&] { context.evaluateGreedy({}); }, "no tokens to evaluate");
+    expectError([&] { context.evaluate({ 1 }, Logits::eLast, nullptr); }, "no vector to put the logits in");
+    EXPECT_EQ(context.position(), 3u);
+    // What was cached is still there: the next token sees the same context.
+    context.evaluate({ 4 }, Logits::eLast, &logits);
+    std::vector<float> again;
+    context.reset();
+    context.evaluate({ 1, 2, 3, 4 }, Logits::eLast, &again);
+    ASSERT_EQ(logits.size(), again.size());
+    for (size_t i = 0; i < logits.size(); ++i) {
+        ASSERT_NEAR(logits[i], again[i], 1e-3) << "logit " << i;
+    }
+    expectError([&] { Context unbatched(model, ContextOptions{ 16, 0 }); }, "the batch size must be at least 1");
+    expectError([&] { Model::random(mgr(), c, TensorType::eQ4_K, 1); }, "random weights of type Q4_K");
+}
+
+} // namespace

@@ -157,6 +157,10 @@ def test_bad_files_are_clear_errors(tmp_path, manager):
     write_model(shape, config, "f32", override={"blk.0.attn_k.weight": (np.zeros((16, 64), np.float32), None)})
     with pytest.raises(kp.Error, match=r"'blk.0.attn_k.weight' has shape \[64, 16\], but the model's metadata needs \[64, 32\]"):
         kp.llm.Model(str(shape), manager=manager)
+    q5 = tmp_path / "q5_0.gguf"  # a block format the runner does not read: 22 bytes per 32 weights
+    write_model(q5, config, "f32", override={"blk.0.ffn_down.weight": (np.zeros((64, 3 * 22), np.uint8), "Q5_0")})
+    with pytest.raises(kp.Error, match="'blk.0.ffn_down.weight' has type Q5_0, which this runner does not support"):
+        kp.llm.Model(str(q5), manager=manager)
     with pytest.raises(kp.Error, match="cannot open"):
         kp.llm.Model(str(tmp_path / "absent.gguf"), manager=manager)
 
@@ -200,3 +204,6 @@ def test_cli_bench_json(tmp_path):
     results = json.loads(out.read_text())
     assert [r["test"] for r in results] == ["pp16", "tg4"]
     assert all(r["tokens_per_second"] > 0 and r["repetitions"] == 2 for r in results)
+    nothing = subprocess.run([KOMPUTE_LLM, "--random", "tiny:f32", "--bench", "--bench-prompt", "0", "--bench-gen", "0"],
+                             capture_output=True, text=True)
+    assert nothing.returncode == 2 and "--bench needs --bench-prompt or --bench-gen above 0" in nothing.stderr

@@ -247,6 +247,9 @@ parseOptions(int argc, char** argv)
     if (!o.dumpLogits.empty() && o.predict != 0) {
         usageError("--dump-logits evaluates the prompt only: give -n 0 with it");
     }
+    if (o.bench && o.benchPrompt == 0 && o.benchGen == 0) {
+        usageError("--bench needs --bench-prompt or --bench-gen above 0");
+    }
     if (!o.json.empty() && !o.bench) {
         usageError("--json goes with --bench");
     }

@@ -128,9 +128,13 @@ Model::upload(const std::string& name, TensorType type, const uint8_t* bytes, ui
         DeviceFormat format = deviceFormatOf(type);
         uint64_t bytesTotal = byteSize(type, elements);
         uint64_t count = bytesTotal / format.elementBytes;
-        if (bytesTotal > UINT32_MAX) {
+        // One shader reads each matrix through one binding: refused here,
+        // naming the weight, rather than by the first operation over it.
+        const uint64_t maxRange = mManager.getDeviceProperties().limits.maxStorageBufferRange;
+        if (bytesTotal > std::min<uint64_t>(maxRange, UINT32_MAX)) {
             throw kp::Error("weight '" + name + "' has " + std::to_string(bytesTotal) +
-                            " bytes: a tensor holds at most 4 GiB");
+                            " bytes, more than one storage buffer of this device holds (maxStorageBufferRange " +
+                            std::to_string(maxRange) + " bytes)");
         }
         weight.type = type;
         weight.tensor = mManager.tensor(const_cast<uint8_t*>(bytes), static_cast<uint32_t>(count),
@@ -154,8 +158,10 @@ Model::place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source,
         if (isGate && i + 1 < specs.size()) {
             // The gate and up matrices of a layer share one tensor (gate rows
             // first), so that decoding computes both with one mat-vec.
+            // They stay apart where together they would not fit in one storage buffer.
             WeightSource up = source(specs[i + 1]);
-            if (up.type == weight.type) {
+            const uint64_t maxRange = mManager.getDeviceProperties().limits.maxStorageBufferRange;
+            if (up.type == weight.type && weight.byteSize + up.byteSize <= maxRange) {
                 std::vector<uint8_t> both(weight.bytes, weight.bytes + weight.byteSize);
                 both.insert(both.end(), up.bytes, up.bytes + up.byteSize);
                 DeviceWeight shared = upload(spec.name, weight.type, both.data(), 2 * rows, cols, true);

@@ -38,6 +38,12 @@ if [ -x "$PYTHON312" ]; then
     "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl "$BUNDLE"/site
     strip "$BUNDLE"/site/kp/_kp*.so
     cp -r benchmarks/python "$BUNDLE"/bench-python
+    # gguf (pure Python) and the two modules it imports, for the LLM
+    # runner's pytest suite, which writes its models with it: the device
+    # reaches no package index.
+    "$PYTHON312" -m pip install --quiet --no-deps --target "$BUNDLE"/site-test gguf pyyaml tqdm ||
+        echo "bundle.sh: gguf could not be installed: the device skips the runner's pytest model tests" >&2
+    rm -rf "$BUNDLE"/site-test/bin
 else
     echo "bundle.sh: no Python 3.12 at $PYTHON312 (set PYTHON312): the bundle has no kp module" >&2
 fi

@@ -109,13 +109,29 @@ for step in "${steps[@]}"; do
         python3 $B/latency_table.py "$OUT/latency.json" "$OUT/cuda-latency.txt" | tee "$OUT/latency-table.txt"
         ;;
     llm)
-        # kompute-llm's benchmark on the Llama-3-8B shape (LLM_TYPES, default
-        # f16 q8_0 q4_0), random weights; JSON per type.
-        for type in ${LLM_TYPES:-f16 q8_0 q4_0}; do
-            timeout 240 $B/kompute-llm --random llama-8b:$type --bench --reps ${LLM_REPS:-5} \
-                --json "$OUT/llm-$type.json" 2>&1 | tee -a "$OUT/llm.txt"
+        # kompute-llm's llama-bench-style benchmark (pp512 and tg128) on the
+        # Llama-3-8B shape with random weights, for each of LLM_TYPES (default
+        # "f16 q4_0"; q8_0 as well: LLM_TYPES="f16 q8_0 q4_0"), median of
+        # LLM_REPS (3) after a warm-up, JSON per type; the last type is also
+        # profiled (GPU time per operation). Then the runner's suites: the C++
+        # forward pass against its host reference and the pytest one against
+        # NumPy (gguf from the bundle's site-test), validation layer on.
+        # About 90 s on the H200 (most of it making and uploading the weights).
+        types=(${LLM_TYPES:-f16 q4_0})
+        for type in "${types[@]}"; do
+            profile=()
+            [ "$type" = "${types[${#types[@]}-1]}" ] && profile=(--profile)
+            timeout ${LLM_TIMEOUT:-90} $B/kompute-llm --random llama-8b:$type --bench --reps ${LLM_REPS:-3} -v \
+                "${profile[@]}" --json "$OUT/llm-$type.json" 2>&1 | tee -a "$OUT/llm.txt"
         done
-        timeout 120 $B/kompute-llm --random llama-8b:q4_0 --bench --reps 1 --profile 2>&1 | tail -60 >> "$OUT/llm.txt"
+        KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
+        VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
+            timeout 60 $B/test_llm_model --gtest_brief=1 2>&1 | tail -20 | tee -a "$OUT/llm-tests.txt"
+        KOMPUTE_LLM=$PWD/$B/kompute-llm PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/$B/site-test \
+        KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
+        VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
+            timeout 120 python3 -m pytest -q -p no:cacheprovider -rs $B/python-tests/test_llm_model.py \
+            $B/python-tests/test_kernels_attention.py 2>&1 | tail -15 | tee -a "$OUT/llm-tests.txt"
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

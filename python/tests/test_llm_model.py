@@ -123,6 +123,9 @@ def test_random_weights_and_bad_input(manager):
     with pytest.raises(kp.Error, match="the context is full"):
         model.evaluate(list(range(17)))
     assert model.position == 0
+    with pytest.raises(kp.Error, match=r"the prompt \(3 tokens\) and n=15 do not fit into the context of 16 tokens"):
+        model.generate([1, 2, 3], n=15)
+    assert len(model.generate([1, 2, 3], n=14, temperature=0)) == 14
     with pytest.raises(kp.Error, match="unknown model shape 'huge'"):
         kp.llm.Model(random="huge:f16", manager=manager)
     with pytest.raises(kp.Error, match="unknown weight type 'q4_k'"):

@@ -17,6 +17,7 @@ byte-level BPE for Llama 3) and :class:`Sampler`. Bad files raise
 :class:`kp.Error` naming the file and what is wrong.
 """
 
+from .._kp import Error
 from .._kp import llm as _llm
 
 GgufFile = _llm.GgufFile
@@ -55,6 +56,11 @@ def _stream(self, prompt, n=64, temperature=0.8, top_k=40, top_p=0.95, seed=0, i
 
     if n <= 0:
         return
+    # Checked before the first step, so that nothing is half generated (the
+    # last token is returned, not evaluated).
+    if len(tokens) + n - 1 > self.context_size:
+        raise Error(f"the prompt ({len(tokens)} tokens) and n={n} do not fit into the context of "
+                    f"{self.context_size} tokens (make the Model with a larger context_size)")
     token = step(tokens)
     for produced in range(n):
         if not ignore_eos and self.tokenizer is not None and self.tokenizer.is_end_of_generation(token):

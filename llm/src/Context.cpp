@@ -30,13 +30,23 @@ formatOf(const DeviceWeight& weight)
     }
 }
 
+/** Refuses a tensor of `bytes` that one storage buffer of the device
+ * cannot hold (every kernel reads its operands through one binding). */
+void
+checkFits(kp::Manager& manager, uint64_t bytes, const std::string& what, const std::string& remedy)
+{
+    const uint64_t maxRange = manager.getDeviceProperties().limits.maxStorageBufferRange;
+    if (bytes > std::min<uint64_t>(maxRange, UINT32_MAX)) {
+        throw kp::Error(what + " would take " + std::to_string(bytes) +
+                        " bytes, more than one storage buffer of this device holds (maxStorageBufferRange " +
+                        std::to_string(maxRange) + " bytes): " + remedy);
+    }
+}
+
 std::shared_ptr<kp::Tensor>
 floats(kp::Manager& manager, uint64_t count)
 {
-    if (count > UINT32_MAX) {
-        throw kp::Error("an activation tensor of " + std::to_string(count) +
-                        " floats is too large: use a smaller batch size");
-    }
+    checkFits(manager, count * 4, "an activation tensor for one step", "use a smaller batch size");
     return manager.tensor(static_cast<uint32_t>(count), 4, DataTypes::eFloat, MemoryTypes::eStorage);
 }
 
@@ -59,6 +69,9 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     const ModelConfig& c = mModel->config();
     kp::Manager& manager = mModel->manager();
     mCapacity = options.contextSize ? options.contextSize : std::min<uint32_t>(c.contextLength, 4096);
+    if (mCapacity == 0) {
+        throw kp::Error("the context size must be at least 1 token (the model's context length is 0)");
+    }
     if (mOptions.batchSize == 0) {
         throw kp::Error("the batch size must be at least 1");
     }
@@ -86,6 +99,8 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
 
     // The KV cache, f16: per layer [capacity][kvHeads][headDim] for keys and
     // for values (a token's row is what OpSetRows writes).
+    checkFits(manager, uint64_t(mCapacity) * kv * 2, "a KV cache of " + std::to_string(mCapacity) + " tokens",
+              "use a smaller context size");
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         for (auto* cache : { &mKeyCache, &mValueCache }) {
             cache->push_back(manager.tensor(static_cast<uint32_t>(uint64_t(mCapacity) * kv), 2, DataTypes::eHalf,

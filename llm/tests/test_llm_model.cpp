@@ -426,6 +426,10 @@ TEST_F(LlmContext, BadInputIsAClearErrorAndChangesNothing)
         ASSERT_NEAR(logits[i], again[i], 1e-3) << "logit " << i;
     }
     expectError([&] { Context unbatched(model, ContextOptions{ 16, 0 }); }, "the batch size must be at least 1");
+    const uint64_t maxRange = mgr().getDeviceProperties().limits.maxStorageBufferRange;
+    const uint64_t rowBytes = uint64_t(c.headCountKv) * c.headDim * 2;
+    const uint32_t tooMany = static_cast<uint32_t>(std::min<uint64_t>(UINT32_MAX, maxRange / rowBytes + 1));
+    expectError([&] { Context huge(model, ContextOptions{ tooMany, 1 }); }, "use a smaller context size");
     expectError([&] { Model::random(mgr(), c, TensorType::eQ4_K, 1); }, "random weights of type Q4_K");
 }
 

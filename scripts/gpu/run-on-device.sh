@@ -73,7 +73,9 @@ for step in "${steps[@]}"; do
         tail -5 "$OUT/test_kernels_matmul-bf16.log"
         ;;
     python-tests)
-        # The pytest suites against the bundle's kp, validation layer on.
+        # The pytest suites against the bundle's kp, validation layer on
+        # (bf16 matrices off under it, as in the tests step).
+        KOMPUTE_ENV_DISABLE=${KOMPUTE_ENV_DISABLE-bfloat16} \
         KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
         VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
             timeout 300 python3 -m pytest -q -p no:cacheprovider $B/python-tests 2>&1 | tail -15 | tee "$OUT/python-tests.txt"
@@ -124,6 +126,8 @@ for step in "${steps[@]}"; do
             timeout ${LLM_TIMEOUT:-90} $B/kompute-llm --random llama-8b:$type --bench --reps ${LLM_REPS:-3} -v \
                 "${profile[@]}" --json "$OUT/llm-$type.json" 2>&1 | tee -a "$OUT/llm.txt"
         done
+        # bf16 matrices off under the validation layer, as in the tests step.
+        export KOMPUTE_ENV_DISABLE=${KOMPUTE_ENV_DISABLE-bfloat16}
         KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
         VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
             timeout 60 $B/test_llm_model --gtest_brief=1 2>&1 | tail -20 | tee -a "$OUT/llm-tests.txt"
@@ -132,6 +136,7 @@ for step in "${steps[@]}"; do
         VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
             timeout 120 python3 -m pytest -q -p no:cacheprovider -rs $B/python-tests/test_llm_model.py \
             $B/python-tests/test_kernels_attention.py 2>&1 | tail -15 | tee -a "$OUT/llm-tests.txt"
+        unset KOMPUTE_ENV_DISABLE
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

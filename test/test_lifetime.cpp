@@ -436,6 +436,13 @@ struct Scene
                 }
                 break;
             case Part::eSequence:
+                // Its OpSyncLocal writes the host views that checkSurvivors
+                // reads: awaited first, or that read races with the device
+                // (destroying a running sequence itself is covered by
+                // ASequenceDestroyedWhileRunningFreesItsObjectsOnceTheDeviceIsDone).
+                if (sequence->isRunning()) {
+                    sequence->evalAwait();
+                }
                 drop ? sequence.reset() : sequence->destroy();
                 break;
             case Part::eAlgorithm:

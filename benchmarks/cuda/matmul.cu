@@ -20,14 +20,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        cudaError_t error = (call);                                                        \
-        if (error != cudaSuccess) {                                                        \
-            std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(error));     \
-            std::exit(1);                                                                  \
-        }                                                                                  \
-    } while (0)
+#include "Check.cuh"
+
 #define CHECK_BLAS(call)                                                                   \
     do {                                                                                   \
         cublasStatus_t status = (call);                                                    \

@@ -50,5 +50,6 @@ echo "=== smoke test"
 echo "=== pytest python/tests"
 export KOMPUTE_ENV_DEBUG_LAYERS=${KOMPUTE_ENV_DEBUG_LAYERS-VK_LAYER_KHRONOS_validation}
 export VK_LAYER_ENABLES=${VK_LAYER_ENABLES-VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT}
+# Bounded, so that a hang fails the run instead of stalling CI.
 # shellcheck disable=SC2086
-"$VPY" -m pytest "$ROOT/python/tests" --rootdir "$ROOT/python/tests" -p no:cacheprovider ${PYTEST_ARGS:-}
+timeout "${PYTEST_TIMEOUT:-1200}" "$VPY" -m pytest "$ROOT/python/tests" --rootdir "$ROOT/python/tests" -p no:cacheprovider ${PYTEST_ARGS:-}

@@ -17,7 +17,7 @@ cmake --build "$dir" -j "$(nproc)" --target test_async test_lifetime
 export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
 export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-"$dir/test/test_async"
+timeout 900 "$dir/test/test_async"
 # Every 9th destruction order and 4000 random steps: the full sets run in
 # the validation-layer suite (CTest), at a tenth of the cost.
-KOMPUTE_TEST_ORDER_STRIDE=9 KOMPUTE_TEST_RANDOM_STEPS=4000 "$dir/test/test_lifetime"
+KOMPUTE_TEST_ORDER_STRIDE=9 KOMPUTE_TEST_RANDOM_STEPS=4000 timeout 900 "$dir/test/test_lifetime"

@@ -34,6 +34,19 @@ RawVulkan::RawVulkan(kp::Manager& manager, uint32_t queueIndex, uint32_t indexIn
 RawVulkan::~RawVulkan()
 {
     vkDeviceWaitIdle(mDevice);
+    // What a case did not destroy itself, because it threw half-way: the
+    // Manager's device must not outlive children of ours.
+    while (!mPipelines.empty()) {
+        Pipeline left = mPipelines.back();
+        destroy(left);
+    }
+    while (!mBuffers.empty()) {
+        Buffer left = mBuffers.back();
+        destroy(left);
+    }
+    while (!mSemaphores.empty()) {
+        destroy(mSemaphores.back());
+    }
     vkDestroyFence(mDevice, mFence, nullptr);
     vkDestroyCommandPool(mDevice, mPool, nullptr);
 }
@@ -86,18 +99,21 @@ RawVulkan::createBuffer(VkDeviceSize size,
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
         vkCheck(vkMapMemory(mDevice, buffer.memory, 0, VK_WHOLE_SIZE, 0, &buffer.mapped), "vkMapMemory");
     }
+    mBuffers.push_back(buffer);
     return buffer;
 }
 
 void
 RawVulkan::destroy(Buffer& buffer)
 {
-    if (buffer.mapped) {
-        vkUnmapMemory(mDevice, buffer.memory);
-    }
-    vkDestroyBuffer(mDevice, buffer.buffer, nullptr);
-    vkFreeMemory(mDevice, buffer.memory, nullptr);
+    Buffer doomed = buffer;
     buffer = Buffer{};
+    forget(mBuffers, [&](const Buffer& b) { return b.buffer == doomed.buffer; });
+    if (doomed.mapped) {
+        vkUnmapMemory(mDevice, doomed.memory);
+    }
+    vkDestroyBuffer(mDevice, doomed.buffer, nullptr);
+    vkFreeMemory(mDevice, doomed.memory, nullptr);
 }
 
 RawVulkan::Pipeline
@@ -163,6 +179,7 @@ RawVulkan::createPipeline(const std::vector<uint32_t>& spirv,
         writes[i].pBufferInfo = &infos[i];
     }
     vkUpdateDescriptorSets(mDevice, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    mPipelines.push_back(p);
     return p;
 }
 
@@ -178,6 +195,11 @@ RawVulkan::createSets(Pipeline& p, const Buffer& buffer, uint32_t count, VkDevic
     poolInfo.poolSizeCount = 1;
     poolInfo.pPoolSizes = &size;
     vkCheck(vkCreateDescriptorPool(mDevice, &poolInfo, nullptr, &p.extraPool), "vkCreateDescriptorPool");
+    for (Pipeline& tracked : mPipelines) {
+        if (tracked.pipeline == p.pipeline) {
+            tracked.extraPool = p.extraPool;
+        }
+    }
     std::vector<VkDescriptorSetLayout> layouts(count, p.setLayout);
     std::vector<VkDescriptorSet> sets(count);
     VkDescriptorSetAllocateInfo allocateInfo{ VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO };
@@ -238,8 +260,17 @@ RawVulkan::computeBarrier(VkCommandBuffer cmd, const Buffer* buffer)
 }
 
 void
-RawVulkan::destroy(Pipeline& p)
+RawVulkan::destroy(Pipeline& pipeline)
 {
+    // The tracked copy, not the caller's: it has the pool createSets() made.
+    Pipeline p;
+    for (const Pipeline& tracked : mPipelines) {
+        if (tracked.pipeline == pipeline.pipeline) {
+            p = tracked;
+        }
+    }
+    pipeline = Pipeline{};
+    forget(mPipelines, [&](const Pipeline& t) { return t.pipeline == p.pipeline; });
     if (p.extraPool != VK_NULL_HANDLE) {
         vkDestroyDescriptorPool(mDevice, p.extraPool, nullptr);
     }
@@ -248,7 +279,6 @@ RawVulkan::destroy(Pipeline& p)
     vkDestroyPipelineLayout(mDevice, p.layout, nullptr);
     vkDestroyDescriptorSetLayout(mDevice, p.setLayout, nullptr);
     vkDestroyShaderModule(mDevice, p.module, nullptr);
-    p = Pipeline{};
 }
 
 VkCommandBuffer
@@ -386,12 +416,14 @@ RawVulkan::createTimeline()
     info.pNext = &typeInfo;
     VkSemaphore semaphore;
     vkCheck(vkCreateSemaphore(mDevice, &info, nullptr, &semaphore), "vkCreateSemaphore");
+    mSemaphores.push_back(semaphore);
     return semaphore;
 }
 
 void
 RawVulkan::destroy(VkSemaphore semaphore)
 {
+    forget(mSemaphores, [&](VkSemaphore s) { return s == semaphore; });
     vkDestroySemaphore(mDevice, semaphore, nullptr);
 }
 

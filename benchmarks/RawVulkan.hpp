@@ -37,7 +37,9 @@ class RawVulkan
         uint32_t pushBytes = 0;
     };
 
-    /** Works on queue `queueIndex` of the manager (its first queue in a
+    /** Objects made here are destroyed by destroy(), or at the latest by the
+     * destructor (so a case that throws leaves nothing on the device).
+     * Works on queue `queueIndex` of the manager (its first queue in a
      * family is index 0 of that family). */
     RawVulkan(kp::Manager& manager, uint32_t queueIndex = 0, uint32_t indexInFamily = 0);
     ~RawVulkan();
@@ -119,6 +121,18 @@ class RawVulkan
     void barrierToTransfer(VkCommandBuffer cmd);
 
   private:
+    /** Removes the first element of `list` that `is` matches. */
+    template<typename T, typename Match>
+    static void forget(std::vector<T>& list, Match is)
+    {
+        for (auto it = list.begin(); it != list.end(); ++it) {
+            if (is(*it)) {
+                list.erase(it);
+                return;
+            }
+        }
+    }
+
     uint32_t memoryType(uint32_t allowed, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
 
     VkDevice mDevice = VK_NULL_HANDLE;
@@ -128,6 +142,10 @@ class RawVulkan
     VkCommandPool mPool = VK_NULL_HANDLE;
     VkFence mFence = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties mMemory{};
+    // What was created and not yet destroyed: the destructor destroys it.
+    std::vector<Buffer> mBuffers;
+    std::vector<Pipeline> mPipelines;
+    std::vector<VkSemaphore> mSemaphores;
 };
 
 /** Throws when a raw Vulkan call fails. */

@@ -89,7 +89,7 @@ writeJson(const std::string& path,
 void
 printTable(const bench::Measurements& measurements)
 {
-    std::cout << std::left << std::setw(30) << "case" << std::setw(18) << "metric" << std::setw(34)
+    std::cout << std::left << std::setw(30) << "case" << std::setw(28) << "metric" << std::setw(42)
               << "variant" << std::right << std::setw(14) << "median" << std::setw(12)
               << "vs kompute" << std::setw(6) << "n" << "\n";
     std::map<std::pair<std::string, std::string>, double> komputeMedian;
@@ -123,8 +123,8 @@ printTable(const bench::Measurements& measurements)
                             << std::noshowpos << " " << m.metric << ")\n";
             }
         }
-        std::cout << std::left << std::setw(30) << m.caseName << std::setw(18) << m.metric
-                  << std::setw(34) << m.variant << std::right << std::setw(14) << median.str()
+        std::cout << std::left << std::setw(30) << m.caseName << std::setw(28) << m.metric
+                  << std::setw(42) << m.variant << std::right << std::setw(14) << median.str()
                   << std::setw(12) << ratio.str() << std::setw(6) << m.samples.size() << "\n";
     }
     std::cout << "(vs kompute: Kompute's time over the baseline's, or the baseline's rate over "

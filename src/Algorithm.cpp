@@ -417,15 +417,20 @@ Algorithm::Algorithm(std::shared_ptr<internal::Device> device,
 
 Algorithm::~Algorithm()
 {
+    // The memory objects go only after the algorithm has left the registry
+    // (see ~Sequence: their deleters may release the Manager).
+    std::vector<std::shared_ptr<Memory>> memObjects;
     std::optional<internal::Registry::Removal> removal;
     if (mRegistered) {
         removal.emplace(mDevice->registry(), this);
     }
     try {
-        destroy();
+        release();
     } catch (const std::exception& error) {
         KP_LOG_ERROR("Destroying an algorithm failed: {}", error.what());
     }
+    memObjects.swap(mMemObjects);
+    removal.reset();
 }
 
 void

@@ -144,11 +144,19 @@ Sequence::create()
 
 Sequence::~Sequence()
 {
-    internal::Registry::Removal removal(mDevice->registry(), this);
-    try {
-        destroy();
-    } catch (const std::exception& error) {
-        KP_LOG_ERROR("Destroying a sequence failed: {}", error.what());
+    // The operations go only after the sequence has left the registry:
+    // dropping their last references runs code we do not control (in
+    // Python, a tensor's deleter may release the last reference of the
+    // Manager, whose destroy() waits for every object that is leaving the
+    // registry, and would wait for this one on this very thread).
+    std::vector<std::shared_ptr<OpBase>> ops;
+    {
+        internal::Registry::Removal removal(mDevice->registry(), this);
+        try {
+            ops = detachForDestroy();
+        } catch (const std::exception& error) {
+            KP_LOG_ERROR("Destroying a sequence failed: {}", error.what());
+        }
     }
 }
 
@@ -714,9 +722,17 @@ Sequence::trackCompletion()
 void
 Sequence::destroy()
 {
+    // The operations' memory objects and algorithms retire their own
+    // objects as the last references go.
+    detachForDestroy().clear();
+}
+
+std::vector<std::shared_ptr<OpBase>>
+Sequence::detachForDestroy()
+{
     UseGuard guard(*this, UseGuard::Busy::eWait);
     if (!mObjects) {
-        return;
+        return {};
     }
     if (mSubmissionUnobserved) {
         // Still running, maybe: the queue keeps counting it until the
@@ -742,9 +758,7 @@ Sequence::destroy()
         mDevice->retire(std::move(objects->timestamps));
     }
     mDevice->releaseSequenceResources(std::move(objects->resources));
-    // The operations' memory objects and algorithms retire their own
-    // objects as the last references go.
-    ops.clear();
+    return ops;
 }
 
 std::vector<std::uint64_t>

@@ -208,6 +208,52 @@ TEST_F(LifetimeTest, AnAlgorithmHeldOnlyByItsDispatchKeepsWorking)
     EXPECT_TRUE(memoryReturnsTo(mgr(), used));
 }
 
+// A memory object whose last reference also owns the Manager, as in Python,
+// where each tensor keeps its Manager alive: dropping it destroys the Manager,
+// from inside the destructor of whatever held that reference.
+struct ManagerAndTensor
+{
+    std::unique_ptr<kp::Manager> manager = std::make_unique<kp::Manager>();
+    std::shared_ptr<kp::TensorT<float>> tensor = manager->tensorT<float>({ 1.f, 2.f });
+    ~ManagerAndTensor()
+    {
+        tensor.reset();
+        manager.reset();
+    }
+};
+
+std::shared_ptr<kp::Memory>
+tensorOwningItsManager(std::shared_ptr<ManagerAndTensor>& both)
+{
+    both = std::make_shared<ManagerAndTensor>();
+    return std::shared_ptr<kp::Memory>(both, both->tensor.get());
+}
+
+TEST_F(LifetimeTest, AnAlgorithmWhoseTensorOwnsTheManagerCanBeDestroyed)
+{
+    std::shared_ptr<ManagerAndTensor> both;
+    auto tensor = tensorOwningItsManager(both);
+    auto algorithm = both->manager->algorithm<float, float>({ tensor }, addSpirv(), { 2, 1, 1 }, {}, { 10.f });
+    both->manager->sequence()->record<kp::OpAlgoDispatch>(algorithm)->eval();
+    both.reset();
+    tensor.reset(); // the algorithm holds the last reference of the Manager
+    algorithm.reset(); // ~Algorithm destroys the Manager on its way out (it used to hang here)
+    SUCCEED();
+}
+
+TEST_F(LifetimeTest, ASequenceWhoseOperationOwnsTheManagerCanBeDestroyed)
+{
+    std::shared_ptr<ManagerAndTensor> both;
+    auto tensor = tensorOwningItsManager(both);
+    auto sequence = both->manager->sequence();
+    sequence->record<kp::OpSyncDevice>({ tensor })->record<kp::OpSyncLocal>({ tensor })->eval();
+    EXPECT_EQ(both->tensor->vector(), (std::vector<float>{ 1.f, 2.f }));
+    both.reset();
+    tensor.reset(); // the sequence's operations hold the last reference of the Manager
+    sequence.reset(); // ~Sequence destroys the Manager as its operations go
+    SUCCEED();
+}
+
 // --- Destroying never waits for the device ------------------------------------
 
 TEST_F(LifetimeTest, DestroyingObjectsWhileTheDeviceIsBusyDoesNotWaitForIt)

@@ -231,6 +231,9 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     uint32_t recordedBarrierCount() const;
 
   private:
+    /** destroy() without dropping the operations: they are returned, for
+     * the caller to drop (see ~Sequence). */
+    std::vector<std::shared_ptr<OpBase>> detachForDestroy();
     class UseGuard;
 
     void create();

@@ -64,6 +64,33 @@ def test_the_interpreter_exits_with_recorded_temporaries_alive():
     assert result.stdout.strip().endswith("done")
 
 
+def test_an_operation_whose_tensors_hold_the_last_manager_reference_can_be_deleted():
+    # Each tensor keeps its Manager alive. Deleting the operation last
+    # drops the tensors from inside the algorithm's destructor, which
+    # destroys the Manager there: that waited for the algorithm itself and
+    # hung. In a subprocess, so that a hang fails the test.
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        import kp
+        m = kp.Manager()
+        x = m.tensor(np.arange(8, dtype=np.float32))
+        y = m.tensor(np.zeros(8, dtype=np.float32))
+        op = kp.OpUnary([x, y], op=kp.UnaryOp.neg)
+        m.sequence().eval(kp.OpSyncDevice([x])).eval(op).eval(kp.OpSyncLocal([y]))
+        assert y.data().tolist() == [-v for v in range(8)], y.data()
+        del m, x, y
+        del op
+        print("deleted")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("deleted")
+
+
 def test_an_algorithm_held_only_by_its_dispatch(mgr):
     tensor = mgr.tensor([1, 2])
     shader = compile_cached(

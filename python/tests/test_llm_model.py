@@ -210,3 +210,9 @@ def test_cli_bench_json(tmp_path):
     nothing = subprocess.run([KOMPUTE_LLM, "--random", "tiny:f32", "--bench", "--bench-prompt", "0", "--bench-gen", "0"],
                              capture_output=True, text=True)
     assert nothing.returncode == 2 and "--bench needs --bench-prompt or --bench-gen above 0" in nothing.stderr
+    # --profile after the bench: the prompt and one decode step, each with
+    # its GPU time per operation (it used to fill the bench's context).
+    profiled = subprocess.run([KOMPUTE_LLM, "--random", "tiny:q8_0", "--bench", "--bench-prompt", "16",
+                               "--bench-gen", "2", "--reps", "1", "--profile"], capture_output=True, text=True)
+    assert profiled.returncode == 0, profiled.stderr
+    assert "profile of pp16:" in profiled.stderr and "profile of one tg step:" in profiled.stderr

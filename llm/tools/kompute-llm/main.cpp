@@ -459,6 +459,9 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
     if (o.profile) {
         llm::ContextOptions profiled = options;
         profiled.profile = true;
+        // Room for the prompt and the one decode step after it (the bench's
+        // context holds the prompt alone when --ctx-size is not larger).
+        profiled.contextSize = std::max(options.contextSize, o.benchPrompt + 1);
         llm::Context timed(model, profiled);
         timed.evaluate(randomTokens(o.benchPrompt ? o.benchPrompt : 1), llm::Logits::eLast, &logits);
         printProfile(timed, ("pp" + std::to_string(o.benchPrompt)).c_str());

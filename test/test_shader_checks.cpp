@@ -255,7 +255,7 @@ TEST_F(ShaderChecksTest, LocalSizeIdIsCheckedWithTheValuesGiven)
       [&] { mgr().algorithm<uint32_t, float>({ out }, spirv, kp::Workgroup{ 1, 1, 1 }, { tooWide }, {}); },
       { "local size x = " + std::to_string(tooWide), "LocalSizeId" }));
 
-    ScopedEnv env("KOMPUTE_ENV_DISABLE", "maintenance4");
+    DisablePaths env("maintenance4");
     kp::Manager without;
     EXPECT_TRUE(throwsWith([&] { without.algorithm({ without.tensorT<uint32_t>(std::vector<uint32_t>{ 0 }) }, spirv); },
                            { "LocalSizeId", "VkPhysicalDeviceVulkan13Features::maintenance4",

@@ -168,29 +168,4 @@ runOp(kp::Manager& mgr, const Tensors& inputs, const std::shared_ptr<kp::OpBase>
     return seq;
 }
 
-/** Sets (or unsets) KOMPUTE_ENV_DISABLE for its lifetime: the paths the
- * kernels may not take (read when an operation is built). */
-/** Turns `paths` off (null: none) on top of what the environment the
- * suite runs in already disables (the H200 run disables bfloat16, which its
- * validation layer does not know). */
-struct DisablePaths : ScopedEnv
-{
-    explicit DisablePaths(const char* paths)
-      : ScopedEnv("KOMPUTE_ENV_DISABLE", combined(paths).empty() ? nullptr : combined(paths).c_str())
-    {
-    }
-
-  private:
-    static std::string combined(const char* paths)
-    {
-        const char* outer = std::getenv("KOMPUTE_ENV_DISABLE");
-        std::string value = outer ? outer : "";
-        if (paths && *paths) {
-            value += value.empty() ? "" : ",";
-            value += paths;
-        }
-        return value;
-    }
-};
-
 } // namespace kp_test

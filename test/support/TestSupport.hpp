@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -94,6 +95,30 @@ class ScopedEnv
     std::string mName;
     bool mHadValue = false;
     std::string mOldValue;
+};
+
+/** Sets KOMPUTE_ENV_DISABLE for its lifetime to what the environment the
+ * suite runs in already disables (the H200 run disables bfloat16, which its
+ * validation layer does not know) plus `groups` (null or empty: nothing
+ * more); read when a Manager or operation is built. */
+struct DisablePaths : ScopedEnv
+{
+    explicit DisablePaths(const char* groups)
+      : ScopedEnv("KOMPUTE_ENV_DISABLE", combined(groups).empty() ? nullptr : combined(groups).c_str())
+    {
+    }
+
+  private:
+    static std::string combined(const char* groups)
+    {
+        const char* outer = std::getenv("KOMPUTE_ENV_DISABLE");
+        std::string value = outer ? outer : "";
+        if (groups && *groups) {
+            value += value.empty() ? "" : ",";
+            value += groups;
+        }
+        return value;
+    }
 };
 
 /** A Manager on device 0. */

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
@@ -38,7 +39,15 @@ debugMessenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                const VkDebugUtilsMessengerCallbackDataEXT* data,
                void*)
 {
-    const char* message = data != nullptr && data->pMessage != nullptr ? data->pMessage : "";
+    const char* text = data != nullptr && data->pMessage != nullptr ? data->pMessage : "";
+    // Layers since 1.3.2xx leave the message's ID ("VUID-...", "SYNC-HAZARD-...")
+    // out of pMessage: it goes in front, so that every log line names it.
+    const char* id = data != nullptr ? data->pMessageIdName : nullptr;
+    std::string withId;
+    if (id != nullptr && *id != '\0' && std::strstr(text, id) == nullptr) {
+        withId = std::string("[ ") + id + " ] " + text;
+    }
+    const char* message = withId.empty() ? text : withId.c_str();
     // Images stay in GENERAL layout on purpose (see Image.hpp), so the
     // layer's advice to copy them in TRANSFER_*_OPTIMAL layouts would be
     // printed for every image copy: it is kept for debug logs.

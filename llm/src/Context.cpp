@@ -88,9 +88,8 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
 
     mX = floats(manager, batch * c.embeddingLength);
     mNormed = floats(manager, batch * c.embeddingLength);
-    mQ = floats(manager, batch * q);
-    mK = floats(manager, batch * kv);
-    mV = floats(manager, batch * kv);
+    // Per token [query | key | value], the columns of one matrix product.
+    mQkv = floats(manager, batch * (q + 2 * kv));
     mAttention = floats(manager, batch * q);
     // Decoding puts gate and up side by side here: room for two rows.
     mGate = floats(manager, std::max<uint64_t>(batch, 2) * c.feedForwardLength);
@@ -163,9 +162,11 @@ Context::record(Step& s)
     std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
     auto add = [&](std::shared_ptr<kp::OpBase> op, std::string label) { ops.emplace_back(std::move(op), std::move(label)); };
 
-    // Y[t, out] (+)= X[t, in] . W[out, in]^T
+    // Y[t, out] (+)= X[t, in] . W[out, in]^T, Y's rows `ldy` apart (0: out)
+    // from `yOffset` on.
     auto linear = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
-                      bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label) {
+                      bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label, uint32_t ldy = 0,
+                      uint64_t yOffset = 0) {
         kp::MatMulParams p;
         p.m = rows;
         p.n = w.rows;
@@ -174,6 +175,8 @@ Context::record(Step& s)
         p.beta = accumulate ? 1.0f : 0.0f;
         p.offsetA = xOffset;
         p.offsetB = w.offset;
+        p.ldc = ldy;
+        p.offsetC = yOffset;
         p.formatB = formatOf(w);
         add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, p), label + " (OpMatMul)");
     };
@@ -186,10 +189,15 @@ Context::record(Step& s)
         add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ x, w.tensor, y }, p),
             label + " (OpRMSNorm)");
     };
+    const uint32_t q = c.headCount * c.headDim;
+    const uint32_t qkv = q + 2 * kv; // mQkv's row
+    // Query and key heads alike, in place: the first `heads` heads of each row.
     auto rope = [&](const std::shared_ptr<kp::Tensor>& x, uint32_t heads, const std::string& label) {
         kp::RoPEParams p;
         p.rows = t;
         p.heads = heads;
+        p.xRowStride = qkv;
+        p.yRowStride = qkv;
         p.headDim = c.headDim;
         p.ropeDims = c.ropeDims;
         p.theta = c.ropeTheta;
@@ -198,13 +206,16 @@ Context::record(Step& s)
         add(std::make_shared<kp::OpRoPE>(std::vector<std::shared_ptr<kp::Memory>>{ x, mPositions, x }, p),
             label + " (OpRoPE)");
     };
-    auto cacheWrite = [&](const std::shared_ptr<kp::Tensor>& x, const std::shared_ptr<kp::Tensor>& cache,
-                          const std::string& label) {
+    // The key or value columns of mQkv (from `srcOffset`) into a cache.
+    auto cacheWrite = [&](uint64_t srcOffset, const std::shared_ptr<kp::Tensor>& cache, const std::string& label) {
+        const std::shared_ptr<kp::Tensor>& x = mQkv;
         kp::SetRowsParams p;
         p.rows = t;
         p.cols = kv;
         p.dstRowStride = kv;
         p.dstOffset = 0;
+        p.srcRowStride = qkv;
+        p.srcOffset = srcOffset;
         add(std::make_shared<kp::OpSetRows>(std::vector<std::shared_ptr<kp::Memory>>{ x, cache, mPositions }, p),
             label + " (OpSetRows)");
     };
@@ -221,13 +232,20 @@ Context::record(Step& s)
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         const Model::Layer& w = model.layers()[layer];
         rmsNorm(mX, w.attnNorm, mNormed, "attn_norm");
-        linear(mNormed, w.wq, mQ, false, t, 0, "attn_q");
-        linear(mNormed, w.wk, mK, false, t, 0, "attn_k");
-        linear(mNormed, w.wv, mV, false, t, 0, "attn_v");
-        rope(mQ, c.headCount, "rope_q");
-        rope(mK, c.headCountKv, "rope_k");
-        cacheWrite(mK, mKeyCache[layer], "cache_k");
-        cacheWrite(mV, mValueCache[layer], "cache_v");
+        if (w.wq.tensor == w.wk.tensor && w.wk.tensor == w.wv.tensor) {
+            // One tensor holds the three matrices (Model::place): one product.
+            DeviceWeight all = w.wq;
+            all.rows = qkv;
+            linear(mNormed, all, mQkv, false, t, 0, "attn_qkv");
+        } else {
+            linear(mNormed, w.wq, mQkv, false, t, 0, "attn_q", qkv, 0);
+            linear(mNormed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
+            linear(mNormed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
+        }
+        // Key heads follow the query heads in each row: one rotation for both.
+        rope(mQkv, c.headCount + c.headCountKv, "rope_qk");
+        cacheWrite(q, mKeyCache[layer], "cache_k");
+        cacheWrite(q + kv, mValueCache[layer], "cache_v");
         {
             kp::AttentionParams p;
             p.rows = t;
@@ -238,8 +256,9 @@ Context::record(Step& s)
             p.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
             p.causal = true;
             p.kvRowStride = kv;
+            p.qRowStride = qkv;
             add(std::make_shared<kp::OpAttention>(
-                  std::vector<std::shared_ptr<kp::Memory>>{ mQ, mKeyCache[layer], mValueCache[layer], mPositions, mAttention },
+                  std::vector<std::shared_ptr<kp::Memory>>{ mQkv, mKeyCache[layer], mValueCache[layer], mPositions, mAttention },
                   p),
                 "attention (OpAttention)");
         }

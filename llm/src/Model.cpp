@@ -144,47 +144,89 @@ Model::upload(const std::string& name, TensorType type, const uint8_t* bytes, ui
     return weight;
 }
 
+namespace {
+
+bool
+endsWith(const std::string& name, const char* suffix)
+{
+    size_t n = std::strlen(suffix);
+    return name.size() >= n && name.compare(name.size() - n, n, suffix) == 0;
+}
+
+/** How many weights from specs[i] on share one tensor: a layer's query,
+ * key and value matrices (3), its gate and up matrices (2), else 1. */
+size_t
+groupAt(const std::vector<WeightSpec>& specs, size_t i)
+{
+    auto next = [&](size_t k, const char* suffix) { return i + k < specs.size() && endsWith(specs[i + k].name, suffix); };
+    if (endsWith(specs[i].name, "attn_q.weight") && next(1, "attn_k.weight") && next(2, "attn_v.weight")) {
+        return 3;
+    }
+    if (endsWith(specs[i].name, "ffn_gate.weight") && next(1, "ffn_up.weight")) {
+        return 2;
+    }
+    return 1;
+}
+
+} // namespace
+
 void
 Model::place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source, uint64_t total,
              const LoadProgress& progress)
 {
+    const uint64_t maxRange = mManager.getDeviceProperties().limits.maxStorageBufferRange;
     uint64_t done = 0;
+    auto advance = [&](uint64_t bytes) {
+        done += bytes;
+        if (progress) {
+            progress(done, total);
+        }
+    };
     for (size_t i = 0; i < specs.size(); ++i) {
         const WeightSpec& spec = specs[i];
         WeightSource weight = source(spec);
         uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
         uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
-        bool isGate = spec.name.size() > 15 && spec.name.compare(spec.name.size() - 15, 15, "ffn_gate.weight") == 0;
-        if (isGate && i + 1 < specs.size()) {
-            // The gate and up matrices of a layer share one tensor (gate rows
-            // first), so that decoding computes both with one mat-vec.
-            // They stay apart where together they would not fit in one storage buffer.
-            WeightSource up = source(specs[i + 1]);
-            const uint64_t maxRange = mManager.getDeviceProperties().limits.maxStorageBufferRange;
-            if (up.type == weight.type && weight.byteSize + up.byteSize <= maxRange) {
-                std::vector<uint8_t> both(weight.bytes, weight.bytes + weight.byteSize);
-                both.insert(both.end(), up.bytes, up.bytes + up.byteSize);
-                DeviceWeight shared = upload(spec.name, weight.type, both.data(), 2 * rows, cols, true);
-                DeviceWeight& gate = slot(spec.name);
-                DeviceWeight& upSlot = slot(specs[i + 1].name);
-                gate = shared;
-                gate.rows = rows;
-                upSlot = shared;
-                upSlot.rows = rows;
-                upSlot.offset = uint64_t(rows) * cols;
-                done += weight.byteSize + up.byteSize;
-                ++i;
-                if (progress) {
-                    progress(done, total);
+        // The query, key and value matrices of a layer share one tensor
+        // (in that order), and so do its gate and up matrices: a step then
+        // computes each group with one matrix product (decoding: one
+        // mat-vec) into adjacent columns. A group stays apart where its
+        // types differ or together it would not fit in one storage buffer.
+        size_t group = groupAt(specs, i);
+        if (group > 1) {
+            std::vector<WeightSource> parts{ weight };
+            uint64_t bytes = weight.byteSize;
+            bool together = true;
+            for (size_t k = 1; k < group; ++k) {
+                parts.push_back(source(specs[i + k]));
+                bytes += parts.back().byteSize;
+                together = together && parts.back().type == weight.type &&
+                           static_cast<uint32_t>(specs[i + k].shape[0]) == cols;
+            }
+            if (together && bytes <= maxRange) {
+                std::vector<uint8_t> joined;
+                joined.reserve(bytes);
+                uint32_t allRows = 0;
+                for (size_t k = 0; k < group; ++k) {
+                    joined.insert(joined.end(), parts[k].bytes, parts[k].bytes + parts[k].byteSize);
+                    allRows += static_cast<uint32_t>(specs[i + k].shape[1]);
                 }
+                DeviceWeight shared = upload(spec.name, weight.type, joined.data(), allRows, cols, true);
+                uint64_t firstRow = 0;
+                for (size_t k = 0; k < group; ++k) {
+                    DeviceWeight& part = slot(specs[i + k].name);
+                    part = shared;
+                    part.rows = static_cast<uint32_t>(specs[i + k].shape[1]);
+                    part.offset = firstRow * cols;
+                    firstRow += part.rows;
+                }
+                advance(bytes);
+                i += group - 1;
                 continue;
             }
         }
         slot(spec.name) = upload(spec.name, weight.type, weight.bytes, rows, cols, spec.isMatrix);
-        done += weight.byteSize;
-        if (progress) {
-            progress(done, total);
-        }
+        advance(weight.byteSize);
     }
 }
 
@@ -230,15 +272,15 @@ Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, 
         uint64_t elements = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
         total += byteSize(spec.isMatrix ? type : TensorType::eF32, elements);
     }
-    // place() uploads each weight right after asking for it (a gate matrix
-    // with its up matrix): the two weights made last are all it needs.
+    // place() uploads each weight right after asking for it (or a group of
+    // up to three together): the three weights made last are all it needs.
     std::deque<std::pair<std::string, std::vector<uint8_t>>> made;
     model->place(
       specs,
       [&](const WeightSpec& spec) {
           auto it = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == spec.name; });
           if (it == made.end()) {
-              if (made.size() == 2) {
+              if (made.size() == 3) {
                   made.pop_front();
               }
               made.emplace_back(spec.name, randomWeight(spec, type, seed, indexOf[spec.name]));

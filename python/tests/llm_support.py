@@ -138,9 +138,13 @@ def random_weights(config, seed):
 
 def stored(weights, weight_type):
     """What the file holds for each weight: (raw array for the writer,
-    GGML type, the weights as the runner sees them after dequantization)."""
+    GGML type, the weights as the runner sees them after dequantization).
+    weight_type: one type for every matrix, or a function of the weight's
+    name giving its type."""
     out = {}
+    type_of = weight_type if callable(weight_type) else (lambda name: weight_type)
     for name, w in weights.items():
+        weight_type = type_of(name)
         if w.ndim == 1 or weight_type == "f32":
             out[name] = (w, None, w.astype(np.float32))
         elif weight_type == "f16":

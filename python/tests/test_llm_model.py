@@ -110,6 +110,24 @@ def test_model_variants(tmp_path, manager, variant):
     assert relative_error(model.logits(PROMPT), reference_logits(config, weights, PROMPT)) < TOLERANCE["f32"]
 
 
+def test_mixed_weight_types(tmp_path, manager):
+    # Files mix types (llama.cpp's quantizations keep some matrices wider):
+    # a value matrix unlike its query and key, or an up matrix unlike its
+    # gate, keeps its own tensor, and the step writes each product into its
+    # columns of the shared activations (prefill and decode alike).
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / "mixed.gguf"
+    wider = ("attn_v.weight", "ffn_up.weight")
+    weights = write_model(path, config, lambda name: "q8_0" if name.endswith(wider) else "f16", seed=5)
+    model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    assert relative_error(model.logits(PROMPT), reference_logits(config, weights, PROMPT)) < TOLERANCE["q8_0"]
+    expected = reference_logits(config, weights, PROMPT)[-1]
+    model.reset()
+    model.evaluate(PROMPT[:-1], "none")
+    assert relative_error(model.evaluate(PROMPT[-1:], "last")[0], expected) < TOLERANCE["q8_0"]
+
+
 def test_random_weights_and_bad_input(manager):
     model = kp.llm.Model(random="tiny:q8_0", manager=manager, context_size=16)
     assert model.tokenizer is None and model.config["vocab_size"] == 1024

@@ -195,7 +195,7 @@ class Context
     // Inputs (written by the host before each step), activations (shared
     // by every step, sized for a full batch), the KV cache, the outputs.
     std::shared_ptr<kp::TensorT<uint32_t>> mIds, mPositions, mArgmax;
-    std::shared_ptr<kp::Tensor> mX, mNormed, mQ, mK, mV, mAttention, mGate, mUp, mHidden;
+    std::shared_ptr<kp::Tensor> mX, mNormed, mQkv, mAttention, mGate, mUp, mHidden;
     std::vector<std::shared_ptr<kp::Tensor>> mKeyCache, mValueCache;
     std::shared_ptr<kp::Tensor> mLastLogits, mAllLogits;
     uint32_t mAllLogitsRows = 1; // rows of mAllLogits: steps returning all logits are this long at most

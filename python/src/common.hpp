@@ -148,12 +148,27 @@ const char* numpyDtypeName(Memory::DataTypes dataType);
  * accepts, or any DLPack exporter, flattened; strided data is copied once
  * in C order). With asFloat32 the values are converted to float32
  * (Manager.tensor); otherwise the array's dtype decides the data type
- * (Manager.tensor_t). The GIL is released while the tensor is created. */
+ * (Manager.tensor_t), a structured or void dtype making eCustom elements of
+ * its size, and numbers (not arrays) raise TypeError. With elementSize the
+ * bytes of `data` are eCustom elements of that size. The GIL is released
+ * while the tensor is created. */
 std::shared_ptr<Tensor> tensorFromPython(Manager& manager,
                                          nb::handle data,
                                          Memory::MemoryTypes memoryType,
                                          bool asFloat32,
-                                         nb::handle dtype = nb::handle());
+                                         nb::handle dtype = nb::handle(),
+                                         std::optional<uint32_t> elementSize = std::nullopt);
+
+/** Manager.zeros / Manager.empty: a tensor of `shape` (an int or a sequence
+ * of ints, flattened) elements of `dtype` (what tensor_t's dtype takes, and
+ * structured dtypes). zeroFilled: its host view and its device memory hold
+ * zeros; otherwise both are undefined. */
+std::shared_ptr<Tensor> tensorOfShape(Manager& manager,
+                                      nb::handle shape,
+                                      nb::handle dtype,
+                                      Memory::MemoryTypes memoryType,
+                                      bool zeroFilled,
+                                      const char* what);
 
 /** The numpy dtype of bfloat16 elements: ml_dtypes.bfloat16 where that
  * package is installed, else uint16 (the raw bits). */

@@ -366,7 +366,9 @@ NB_MODULE(_kp, m)
       .value("uint", DataTypes::eUnsignedInt, "32-bit unsigned integer [uint32].")
       .value("float", DataTypes::eFloat, "32-bit float [float32].")
       .value("double", DataTypes::eDouble, "64-bit float [float64].")
-      .value("custom", DataTypes::eCustom, "Elements of a caller-given size (C++ only).")
+      .value("custom", DataTypes::eCustom,
+             "Elements of a caller-given size: from Python, a numpy structured or void dtype "
+             "(Manager.tensor_t, zeros) or tensor_t(data, element_size=n).")
       .value("short", DataTypes::eShort, "16-bit signed integer [int16].")
       .value("ushort", DataTypes::eUnsignedShort, "16-bit unsigned integer [uint16].")
       .value("char", DataTypes::eChar, "8-bit signed integer [int8].")
@@ -728,7 +730,15 @@ NB_MODULE(_kp, m)
         "push_consts"_a = nb::list(),
         keepGil,
         "Rebuilds the pipeline with new tensors, shader and constants (empty constants keep "
-        "the previous ones). Sequences that recorded it re-record themselves.")
+        "the previous ones; see clear_constants). Sequences that recorded it re-record "
+        "themselves.")
+      .def("clear_constants", &kp::Algorithm::clearConstants, releaseGil,
+           "Forgets the specialization and push constants and the built pipeline (ours), so "
+           "that the next rebuild() uses only the constants it is given: for moving an "
+           "algorithm to a shader that declares none, which rebuild() with empty constants "
+           "cannot do (it keeps the previous ones). Until that rebuild() the algorithm is not "
+           "built: is_init() is False and dispatching it raises kp.DestroyedError. Work in "
+           "flight keeps the old pipeline until it completes.")
       .def(
         "set_mem_objects",
         [](kp::Algorithm& self, const MemoryList& tensors) {
@@ -945,16 +955,24 @@ NB_MODULE(_kp, m)
         nb::keep_alive<0, 1>(),
         keepGil,
         "A float32 tensor holding a copy of `data` (a list, an array or any object with "
-        "__dlpack__, of any shape and strides, flattened; values are converted to float32).")
+        "__dlpack__, of any shape and strides, flattened; values are converted to float32). "
+        "As upstream, a bare number is taken as one value: mgr.tensor(4) is the one-element "
+        "tensor [4.0], not a tensor of 4 elements; for that use zeros(4) or empty(4).")
       .def(
         "tensor_t",
-        [](kp::Manager& self, ArrayLike data, MemoryTypes memoryType, std::optional<DTypeArg> dtype) {
+        [](kp::Manager& self,
+           ArrayLike data,
+           MemoryTypes memoryType,
+           std::optional<DTypeArg> dtype,
+           std::optional<uint32_t> elementSize) {
             return tensorFromPython(self, data.object, memoryType, false,
-                                    dtype ? nb::handle(dtype->object) : nb::handle());
+                                    dtype ? nb::handle(dtype->object) : nb::handle(),
+                                    elementSize);
         },
         "data"_a,
         "memory_type"_a = MemoryTypes::eDevice,
         "dtype"_a = nb::none(),
+        "element_size"_a = nb::none(),
         nb::keep_alive<0, 1>(),
         keepGil,
         "A tensor holding a copy of the array `data` (a numpy array, or any object with "
@@ -962,10 +980,54 @@ NB_MODULE(_kp, m)
         "with the array's dtype: "
         "bool, int8/16/32/64, uint8/16/32/64, float16/32/64 (int64 -> DataTypes.long, uint64 "
         "-> ulong, float16 -> half), ml_dtypes.bfloat16 or DLPack bfloat16 (-> "
-        "DataTypes.bfloat16). Other dtypes, and DLPack arrays in another device's memory, "
-        "raise TypeError. With `dtype` (ours: a numpy dtype or kp.DataTypes) the data is "
-        "converted to it first; dtype=kp.DataTypes.bfloat16 (or \"bfloat16\") rounds floats to "
-        "bfloat16 and takes uint16 data as the raw bits.")
+        "DataTypes.bfloat16), or a structured dtype (numpy.dtype([('x', 'f4'), ('id', 'u4')], "
+        "align=True)) or raw void dtype ('V16') for elements of that size (-> "
+        "DataTypes.custom; data() then shows the same structured elements). Other dtypes, "
+        "DLPack arrays in another device's memory, and numbers instead of arrays raise "
+        "TypeError (mgr.tensor_t(4) is refused: use zeros(4) for 4 elements, [4] for one). "
+        "With `dtype` (ours: a numpy dtype, a structured dtype or kp.DataTypes) the data is "
+        "converted to it first; dtype=kp.DataTypes.bfloat16 (or \"bfloat16\") rounds floats "
+        "to bfloat16 and takes uint16 data as the raw bits. With `element_size` (ours) the "
+        "bytes of `data` (bytes, bytearray, memoryview or any array) become custom elements "
+        "of that many bytes, whose data() shows them as raw void elements; their total must "
+        "be a whole number of elements (else ValueError).")
+      .def(
+        "zeros",
+        [](kp::Manager& self, nb::handle shape, DTypeArg dtype, MemoryTypes memoryType) {
+            return tensorOfShape(self, shape, dtype.object, memoryType, true, "Manager.zeros()");
+        },
+        "shape"_a.none(), // refused by tensorOfShape, with a message
+        "dtype"_a = nb::str("float32"),
+        "memory_type"_a = MemoryTypes::eDevice,
+        nb::sig("def zeros(self, shape: int | collections.abc.Sequence[int], dtype: "
+                "numpy.typing.DTypeLike = 'float32', memory_type: MemoryTypes = "
+                "MemoryTypes.device) -> Tensor"),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "A tensor of `shape` elements (ours; an int, or a tuple of ints whose product it "
+        "holds, flattened, as numpy counts them) of `dtype`: anything tensor_t's dtype takes "
+        "(a numpy dtype, kp.DataTypes, \"bfloat16\", ml_dtypes.bfloat16) or a structured "
+        "dtype (custom elements of its size); float32 by default, as mgr.tensor. Both its "
+        "host view and its device memory hold zeros, whatever the memory type (a device "
+        "tensor's zeros are uploaded once, on queue 0): no OpSyncDevice is needed before a "
+        "shader reads it. Raises kp.Error for zero elements.")
+      .def(
+        "empty",
+        [](kp::Manager& self, nb::handle shape, DTypeArg dtype, MemoryTypes memoryType) {
+            return tensorOfShape(self, shape, dtype.object, memoryType, false, "Manager.empty()");
+        },
+        "shape"_a.none(),
+        "dtype"_a = nb::str("float32"),
+        "memory_type"_a = MemoryTypes::eDevice,
+        nb::sig("def empty(self, shape: int | collections.abc.Sequence[int], dtype: "
+                "numpy.typing.DTypeLike = 'float32', memory_type: MemoryTypes = "
+                "MemoryTypes.device) -> Tensor"),
+        nb::keep_alive<0, 1>(),
+        keepGil,
+        "Like zeros() but without writing anything (ours; C++ Manager::tensorT<T>(size)): "
+        "the host view and the device memory hold whatever the memory held before, not "
+        "necessarily zeros nor the same values; for outputs that a shader or a copy fills. "
+        "Costs no upload.")
       .def(
         "image",
         [](kp::Manager& self,

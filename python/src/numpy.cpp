@@ -4,8 +4,11 @@
 // protocol, so numpy is only imported (lazily) when an array is involved.
 #include "common.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <unordered_map>
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -140,7 +143,12 @@ nb::object
 contiguousArray(nb::handle data, const char* what, nb::handle dtype = nb::handle())
 {
     nb::module_ np = numpy();
-    nb::object given = np.attr("asarray")(data);
+    // A structured dtype takes each tuple of a list as one element, which it
+    // would not once numpy made a plain array of the list.
+    bool structured = dtype.is_valid() && !nb::isinstance<nb::str>(dtype) &&
+                      !nb::getattr(dtype, "fields", nb::none()).is_none();
+    nb::object given = structured ? np.attr("asarray")(data, nb::arg("dtype") = dtype)
+                                  : np.attr("asarray")(data);
     checkNumeric(given, what);
     nb::object array = dtype.is_valid() ? np.attr("ascontiguousarray")(given, nb::arg("dtype") = dtype)
                                         : np.attr("ascontiguousarray")(given);
@@ -172,6 +180,194 @@ dataTypeOf(nb::handle dtype, const char* what)
     throw nb::type_error((std::string(what) + ": numpy dtype " + name +
                           " is not supported; use one of " + kSupportedDtypes)
                            .c_str());
+}
+
+/** Whether Kompute holds elements of the numpy dtype as eCustom: a
+ * structured dtype, or raw void elements ('V16'). Other dtypes of kind V
+ * (ml_dtypes' float8 types, say) are numbers Kompute has no type for. */
+bool
+isCustomDtype(nb::handle dtype)
+{
+    if (nb::cast<std::string>(dtype.attr("kind")) != "V") {
+        return false;
+    }
+    return !dtype.attr("fields").is_none() || dtype.attr("type").is(numpy().attr("void"));
+}
+
+/** Throws unless a custom dtype can be the element of a tensor. */
+uint32_t
+customElementSize(nb::handle dtype, const char* what)
+{
+    if (nb::cast<bool>(dtype.attr("hasobject"))) {
+        throw nb::type_error((std::string(what) + ": the structured dtype " +
+                              nb::cast<std::string>(nb::str(dtype)) +
+                              " holds Python objects, which cannot live in GPU memory")
+                               .c_str());
+    }
+    size_t size = nb::cast<size_t>(dtype.attr("itemsize"));
+    if (size == 0 || size > UINT32_MAX) {
+        throw nb::value_error((std::string(what) + ": elements of " + std::to_string(size) +
+                               " bytes are not possible")
+                                .c_str());
+    }
+    return static_cast<uint32_t>(size);
+}
+
+/** The numpy dtype each eCustom tensor made from Python was given, so that
+ * its data() shows those elements (C++ keeps only the element size). Keyed
+ * by the object's address and checked against a weak reference, so an entry
+ * of a freed tensor is never taken for a new one at the same address. Used
+ * with the GIL held; never destroyed, as it holds Python objects. */
+struct CustomDtype
+{
+    std::weak_ptr<Memory> memory;
+    nb::object dtype;
+    /** Its buffer-protocol (PEP 3118) format, e.g. "T{f:x:I:id:}". */
+    std::string format;
+};
+
+std::unordered_map<const Memory*, CustomDtype>&
+customDtypes()
+{
+    static auto* dtypes = new std::unordered_map<const Memory*, CustomDtype>();
+    return *dtypes;
+}
+
+void
+rememberCustomDtype(const std::shared_ptr<Memory>& memory, nb::handle dtype)
+{
+    auto& dtypes = customDtypes();
+    static size_t pruneAt = 64;
+    if (dtypes.size() >= pruneAt) {
+        for (auto it = dtypes.begin(); it != dtypes.end();) {
+            it = it->second.memory.expired() ? dtypes.erase(it) : std::next(it);
+        }
+        pruneAt = std::max<size_t>(64, 2 * dtypes.size());
+    }
+    nb::object empty = numpy().attr("empty")(0, nb::arg("dtype") = dtype);
+    nb::object view = nb::module_::import_("builtins").attr("memoryview")(empty);
+    std::string format = nb::cast<std::string>(view.attr("format"));
+    view.attr("release")();
+    dtypes[memory.get()] = CustomDtype{ memory, nb::borrow(dtype), std::move(format) };
+}
+
+/** The entry of a custom tensor made with a dtype, or null. The entry stays
+ * (at the same address) while the object lives. */
+const CustomDtype*
+rememberedCustomDtype(const Memory& memory)
+{
+    if (memory.dataType() != DataTypes::eCustom) {
+        return nullptr;
+    }
+    auto& dtypes = customDtypes();
+    auto it = dtypes.find(&memory);
+    if (it == dtypes.end()) {
+        return nullptr;
+    }
+    if (it->second.memory.lock().get() != &memory) {
+        dtypes.erase(it); // a freed object's
+        return nullptr;
+    }
+    return &it->second;
+}
+
+/** Elements of the host view as numpy sees it: raw custom elements (made
+ * without a dtype) are shown as their bytes. */
+size_t
+hostViewLength(const Memory& memory)
+{
+    bool rawBytes = memory.dataType() == DataTypes::eCustom && !rememberedCustomDtype(memory);
+    return rawBytes ? memory.memorySize() : memory.size();
+}
+
+/** Python numbers and numpy scalars: values, not arrays. */
+bool
+isScalar(nb::handle data)
+{
+    return PyLong_Check(data.ptr()) || PyFloat_Check(data.ptr()) ||
+           PyComplex_Check(data.ptr()) || nb::isinstance(data, numpy().attr("generic"));
+}
+
+/** The element type of a tensor: a data type and its size, and for eCustom
+ * the numpy dtype of its elements when one is known. */
+struct ElementType
+{
+    DataTypes dataType = DataTypes::eFloat;
+    uint32_t size = 4;
+    nb::object customDtype;
+};
+
+ElementType
+elementTypeOf(DataTypes dataType)
+{
+    return { dataType, Memory::dataTypeMemorySize(dataType), nb::object() };
+}
+
+/** The element type named by a dtype argument: what dataTypeFromPython
+ * takes, plus structured and void numpy dtypes (eCustom). */
+ElementType
+elementTypeFromPython(nb::handle dtype, const char* what)
+{
+    DataTypes dataType;
+    if (nb::try_cast(dtype, dataType, false)) {
+        if (dataType == DataTypes::eCustom) {
+            throw nb::type_error(
+              (std::string(what) +
+               ": kp.DataTypes.custom does not say how large an element is: pass a numpy "
+               "structured dtype (numpy.dtype([('x', numpy.float32), ...], align=True)) or "
+               "numpy.dtype('V<bytes>') as dtype")
+                .c_str());
+        }
+        return elementTypeOf(dataType);
+    }
+    if (!nb::isinstance<nb::str>(dtype) || nb::cast<std::string>(dtype) != "bfloat16") {
+        nb::object resolved = numpy().attr("dtype")(dtype);
+        if (isCustomDtype(resolved)) {
+            return { DataTypes::eCustom, customElementSize(resolved, what), resolved };
+        }
+    }
+    return elementTypeOf(dataTypeFromPython(dtype, what));
+}
+
+/** The number of elements of a shape: an int or a sequence of ints (their
+ * product, as numpy counts them). */
+uint32_t
+elementCountOf(nb::handle shape, const char* what)
+{
+    auto dimension = [what](nb::handle value) {
+        if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) {
+            throw nb::type_error(
+              (std::string(what) + ": the shape is an int or a tuple of ints, not " +
+               nb::cast<std::string>(nb::repr(value)))
+                .c_str());
+        }
+        nb::object index = nb::steal(PyNumber_Index(value.ptr()));
+        long long size = index.is_valid() ? PyLong_AsLongLong(index.ptr()) : -1;
+        if (PyErr_Occurred()) {
+            throw nb::python_error(); // not an int after all, or beyond 64 bits
+        }
+        if (size < 0) {
+            throw nb::value_error(
+              (std::string(what) + ": negative dimensions are not allowed").c_str());
+        }
+        return static_cast<unsigned long long>(size);
+    };
+    unsigned long long count = 1;
+    if (PyIndex_Check(shape.ptr()) || PyBool_Check(shape.ptr())) {
+        count = dimension(shape);
+    } else if (nb::isinstance<nb::tuple>(shape) || nb::isinstance<nb::list>(shape)) {
+        for (nb::handle value : shape) {
+            unsigned long long size = dimension(value);
+            count = size == 0 || count <= UINT32_MAX / size ? count * size : UINT64_MAX;
+        }
+    } else {
+        dimension(shape); // throws the TypeError
+    }
+    if (count > UINT32_MAX) {
+        throw nb::value_error((std::string(what) + ": a tensor holds at most 2^32-1 elements")
+                                .c_str());
+    }
+    return static_cast<uint32_t>(count);
 }
 
 /** The Memory behind a kp.Memory Python object. */
@@ -234,17 +430,108 @@ bfloat16BitsToFloat32(nb::handle bits)
 
 } // namespace
 
+namespace {
+
+/** A tensor of `count` elements of `element` from `bytes` (null: undefined
+ * contents), with its custom dtype remembered. Releases the GIL while the
+ * tensor is created; `bytes` must stay valid meanwhile. */
+std::shared_ptr<Tensor>
+makeTensor(Manager& manager,
+           const void* bytes,
+           size_t count,
+           const ElementType& element,
+           Memory::MemoryTypes memoryType,
+           const char* what)
+{
+    if (count > UINT32_MAX) {
+        throw nb::value_error((std::string(what) + ": " + std::to_string(count) +
+                               " elements given; a tensor holds at most 2^32-1")
+                                .c_str());
+    }
+    std::shared_ptr<Tensor> tensor;
+    {
+        ReleaseGil release;
+        tensor = manager.tensor(const_cast<void*>(bytes),
+                                static_cast<uint32_t>(count),
+                                element.size,
+                                element.dataType,
+                                memoryType);
+    }
+    if (element.customDtype.is_valid()) {
+        rememberCustomDtype(tensor, element.customDtype);
+    }
+    return tensor;
+}
+
+/** Manager.tensor_t(data, element_size=n): the bytes of `data` (a
+ * bytes-like object or an array of any dtype) as elements of n bytes. */
+std::shared_ptr<Tensor>
+customTensorFromBytes(Manager& manager,
+                      nb::handle data,
+                      uint32_t elementSize,
+                      Memory::MemoryTypes memoryType,
+                      const char* what)
+{
+    if (elementSize == 0) {
+        throw nb::value_error((std::string(what) + ": element_size must be at least 1").c_str());
+    }
+    nb::object source = nb::borrow(data);
+    if (nb::isinstance(data, numpy().attr("ndarray"))) {
+        source = contiguousArray(data, what); // its bytes in C order
+    }
+    BufferView view(source, PyBUF_C_CONTIGUOUS, what);
+    if (view.size() % elementSize != 0) {
+        throw nb::value_error((std::string(what) + ": " + std::to_string(view.size()) +
+                               " bytes are not a whole number of elements of element_size " +
+                               std::to_string(elementSize) + " bytes")
+                                .c_str());
+    }
+    ElementType element{ DataTypes::eCustom, elementSize, nb::object() };
+    return makeTensor(manager, view.data(), view.size() / elementSize, element, memoryType, what);
+}
+
+} // namespace
+
 std::shared_ptr<Tensor>
 tensorFromPython(Manager& manager,
                  nb::handle data,
                  Memory::MemoryTypes memoryType,
                  bool asFloat32,
-                 nb::handle dtype)
+                 nb::handle dtype,
+                 std::optional<uint32_t> elementSize)
 {
     const char* what = asFloat32 ? "Manager.tensor()" : "Manager.tensor_t()";
-    std::optional<DataTypes> wanted;
-    if (!asFloat32 && dtype.is_valid() && !dtype.is_none()) {
-        wanted = dataTypeFromPython(dtype, what);
+    bool dtypeGiven = !asFloat32 && dtype.is_valid() && !dtype.is_none();
+    if (!asFloat32 && isScalar(data)) {
+        // Upstream's tensor_t took arrays only; a number here is most often
+        // meant as a size, which it is not.
+        std::string text = nb::cast<std::string>(nb::repr(data));
+        bool integer = (PyLong_Check(data.ptr()) && !PyBool_Check(data.ptr())) ||
+                       nb::isinstance(data, numpy().attr("integer"));
+        std::string hint = integer
+                             ? "; for a tensor of " + text + " elements use mgr.zeros(" + text +
+                                 ", dtype=...) (zero-filled) or mgr.empty(" + text +
+                                 ", dtype=...) (contents undefined)"
+                             : std::string();
+        throw nb::type_error((std::string(what) + ": got the number " + text +
+                              ", not an array: pass a list or array of values ([" + text +
+                              "] for a one-element tensor holding it)" + hint)
+                               .c_str());
+    }
+    if (elementSize) {
+        DataTypes custom;
+        if (dtypeGiven && !(nb::try_cast(dtype, custom, false) && custom == DataTypes::eCustom)) {
+            throw nb::type_error((std::string(what) +
+                                  ": element_size makes elements of raw bytes (kp.DataTypes."
+                                  "custom); give it without dtype, or give a structured dtype "
+                                  "instead of element_size")
+                                   .c_str());
+        }
+        return customTensorFromBytes(manager, data, *elementSize, memoryType, what);
+    }
+    std::optional<ElementType> wanted;
+    if (dtypeGiven) {
+        wanted = elementTypeFromPython(dtype, what);
     }
     nb::object source = nb::borrow(data);
     bool bfloat16Source = false;
@@ -253,7 +540,8 @@ tensorFromPython(Manager& manager,
         bfloat16Source = imported->bfloat16Bits;
     }
     // bfloat16 data stays bfloat16 unless another dtype is asked for.
-    bool asBfloat16 = wanted ? *wanted == DataTypes::eBFloat16 : bfloat16Source && !asFloat32;
+    bool asBfloat16 =
+      wanted ? wanted->dataType == DataTypes::eBFloat16 : bfloat16Source && !asFloat32;
     if (bfloat16Source && !asBfloat16) {
         source = bfloat16BitsToFloat32(source);
     }
@@ -263,34 +551,61 @@ tensorFromPython(Manager& manager,
     } else if (asBfloat16) {
         array = bfloat16Bits(source, what);
     } else if (wanted) {
-        const char* name = numpyDtypeName(*wanted);
-        if (name == nullptr) {
-            throw nb::type_error((std::string(what) + ": dtype must be a numpy dtype or a "
-                                                      "kp.DataTypes value other than custom")
-                                   .c_str());
-        }
-        array = contiguousArray(source, what, nb::str(name));
+        nb::object target = wanted->customDtype.is_valid()
+                              ? wanted->customDtype
+                              : nb::object(nb::str(numpyDtypeName(wanted->dataType)));
+        array = contiguousArray(source, what, target);
     } else {
         array = contiguousArray(source, what);
     }
     // bfloat16 elements are held as their bits, in a uint16 array.
-    DataTypes dataType = asBfloat16 ? DataTypes::eBFloat16 : dataTypeOf(array.attr("dtype"), what);
-    uint32_t elementSize = Memory::dataTypeMemorySize(dataType);
-    BufferView view(array, PyBUF_C_CONTIGUOUS, what);
-    size_t count = view.size() / elementSize;
-    if (count > UINT32_MAX) {
-        throw nb::value_error((std::string(what) + ": " + std::to_string(count) +
-                               " elements given; a tensor holds at most 2^32-1")
-                                .c_str());
+    ElementType element;
+    nb::object arrayDtype = array.attr("dtype");
+    if (asBfloat16) {
+        element = elementTypeOf(DataTypes::eBFloat16);
+    } else if (isCustomDtype(arrayDtype)) {
+        element = { DataTypes::eCustom, customElementSize(arrayDtype, what), arrayDtype };
+    } else {
+        element = elementTypeOf(dataTypeOf(arrayDtype, what));
     }
     // The view keeps the array alive and unresizable while the GIL is
     // released: the tensor copies it once into its host view.
-    ReleaseGil release;
-    return manager.tensor(const_cast<void*>(view.data()),
-                          static_cast<uint32_t>(count),
-                          elementSize,
-                          dataType,
-                          memoryType);
+    BufferView view(array, PyBUF_C_CONTIGUOUS, what);
+    return makeTensor(manager, view.data(), view.size() / element.size, element, memoryType, what);
+}
+
+std::shared_ptr<Tensor>
+tensorOfShape(Manager& manager,
+              nb::handle shape,
+              nb::handle dtype,
+              Memory::MemoryTypes memoryType,
+              bool zeroFilled,
+              const char* what)
+{
+    uint32_t count = elementCountOf(shape, what);
+    ElementType element = elementTypeFromPython(dtype, what);
+    if (!zeroFilled) {
+        return makeTensor(manager, nullptr, count, element, memoryType, what);
+    }
+    size_t bytes = size_t(count) * element.size;
+    // calloc: large zeroed blocks come from the system already zeroed.
+    std::unique_ptr<void, void (*)(void*)> zeros(std::calloc(std::max<size_t>(bytes, 1), 1),
+                                                 std::free);
+    if (!zeros) {
+        throw std::bad_alloc();
+    }
+    bool staged = memoryType == Memory::MemoryTypes::eDevice;
+    // Host and deviceAndHost tensors' host view is their memory, and
+    // storage tensors upload data given at creation: the zeros reach the
+    // device. Device tensors copy it into the host view only, so it is
+    // uploaded too.
+    std::shared_ptr<Tensor> tensor =
+      makeTensor(manager, staged ? nullptr : zeros.get(), count, element, memoryType, what);
+    if (staged) {
+        ReleaseGil release;
+        tensor->upload(zeros.get(), bytes);
+    }
+    return tensor;
 }
 
 namespace {
@@ -454,10 +769,17 @@ memoryGetBuffer(PyObject* self, Py_buffer* view, int flags)
         if (flags & PyBUF_FORMAT) {
             view->format = const_cast<char*>(info != nullptr ? info->bufferFormat : "B");
         }
-        if (info == nullptr) { // eCustom: raw bytes
-            view->itemsize = 1;
-            shape->shape[0] = view->len;
-            shape->strides[0] = 1;
+        if (info == nullptr) {
+            if (const CustomDtype* custom = rememberedCustomDtype(memory)) {
+                // The structured elements the tensor was made with.
+                if (flags & PyBUF_FORMAT) {
+                    view->format = const_cast<char*>(custom->format.c_str());
+                }
+            } else { // raw bytes
+                view->itemsize = 1;
+                shape->shape[0] = view->len;
+                shape->strides[0] = 1;
+            }
         }
         view->ndim = 1;
         view->shape = (flags & PyBUF_ND) == PyBUF_ND ? shape->shape : nullptr;
@@ -480,24 +802,41 @@ memoryReleaseBuffer(PyObject*, Py_buffer* view)
 
 namespace {
 
-/** The numpy dtype of an object's elements; raw bytes for eCustom. */
+/** The numpy dtype of an object's elements. eCustom: the structured (or
+ * void) dtype the tensor was made with, else raw bytes (uint8). */
 nb::object
 dtypeOf(const Memory& memory)
 {
     if (memory.dataType() == DataTypes::eBFloat16) {
         return bfloat16Dtype();
     }
+    if (const CustomDtype* custom = rememberedCustomDtype(memory)) {
+        return custom->dtype;
+    }
     const char* name = numpyDtypeName(memory.dataType());
     return nb::str(name != nullptr ? name : "uint8");
 }
 
 /** `values` as a contiguous array of the object's element type (floats
- * rounded to bfloat16 bits for eBFloat16). */
+ * rounded to bfloat16 bits for eBFloat16). eCustom objects also take raw
+ * bytes: a bytes-like object or a uint8 array; those made without a dtype
+ * the bytes of any array. */
 nb::object
 valuesFor(const Memory& memory, nb::handle values, const char* what)
 {
     if (memory.dataType() == DataTypes::eBFloat16) {
         return bfloat16Bits(values, what);
+    }
+    if (memory.dataType() == DataTypes::eCustom) {
+        nb::module_ np = numpy();
+        bool raw = rememberedCustomDtype(memory) == nullptr;
+        if (nb::isinstance(values, np.attr("ndarray"))) {
+            if (raw || nb::cast<std::string>(values.attr("dtype").attr("name")) == "uint8") {
+                return contiguousArray(values, what); // its bytes
+            }
+        } else if (PyObject_CheckBuffer(values.ptr()) != 0) {
+            return np.attr("frombuffer")(values, nb::arg("dtype") = "uint8");
+        }
     }
     return contiguousArray(values, what, dtypeOf(memory));
 }
@@ -518,7 +857,7 @@ memoryData(nb::handle self)
 {
     Memory& memory = memoryOf(self);
     memory.checkInit(memory.type() == Memory::Type::eImage ? "Image.data()" : "Tensor.data()");
-    return memoryArray(self, memory, nb::make_tuple(memory.size()));
+    return memoryArray(self, memory, nb::make_tuple(hostViewLength(memory)));
 }
 
 nb::object
@@ -533,7 +872,7 @@ memoryArrayInterface(nb::handle self, nb::handle dtype, nb::handle copy)
         throw Error("An eStorage (kp.MemoryTypes.storage) object has no host view: copy it "
                     "with OpCopy into a device or host tensor to read it");
     }
-    nb::object array = memoryArray(self, memory, nb::make_tuple(memory.size())).object;
+    nb::object array = memoryArray(self, memory, nb::make_tuple(hostViewLength(memory))).object;
     if (!dtype.is_none()) {
         array = array.attr("astype")(dtype, nb::arg("copy") = copy.is_none() ? nb::bool_(false) : nb::borrow(copy));
     } else if (!copy.is_none() && nb::cast<bool>(copy)) {
@@ -579,9 +918,7 @@ tensorDownload(nb::handle self)
 {
     auto& tensor = static_cast<kp::Tensor&>(memoryOf(self));
     tensor.checkInit("Tensor.download()");
-    // eCustom elements come as their raw bytes.
-    bool custom = numpyDtypeName(tensor.dataType()) == nullptr;
-    nb::object array = numpy().attr("empty")(custom ? tensor.memorySize() : tensor.size(), dtypeOf(tensor));
+    nb::object array = numpy().attr("empty")(hostViewLength(tensor), dtypeOf(tensor));
     {
         BufferView view(array, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "Tensor.download()");
         nb::gil_scoped_release release;

@@ -226,6 +226,30 @@ def test_algorithm_rebuild_and_rebind(mgr):
     assert second.data().tolist() == [21, 41]
 
 
+def test_clear_constants_moves_an_algorithm_to_a_shader_without_constants(mgr):
+    tensor = mgr.tensor([1, 2])
+    algorithm = mgr.algorithm([tensor], compile_cached(PUSH_AND_SPEC), (2, 1, 1), [2], [10])
+    mgr.sequence().eval(kp.OpSyncDevice([tensor]))
+    dispatch = mgr.sequence().record(kp.OpAlgoDispatch(algorithm))
+    dispatch.eval()  # values += 10 * 2
+    # rebuild() with empty constants keeps the previous ones, which the new
+    # shader does not declare.
+    with pytest.raises(kp.Error, match="[Pp]ush"):
+        algorithm.rebuild([tensor], compile_cached(TWICE_PLUS_ONE))
+    algorithm.clear_constants()
+    assert not algorithm.is_init()
+    assert algorithm.get_push_constants().size == 0
+    assert algorithm.get_specialization_constants().size == 0
+    with pytest.raises(kp.DestroyedError, match="not built"):
+        mgr.sequence().eval(kp.OpAlgoDispatch(algorithm))
+    algorithm.rebuild([tensor], compile_cached(TWICE_PLUS_ONE))
+    assert algorithm.is_init()
+    dispatch.eval()  # the sequence that recorded the old pipeline records the new one
+    mgr.sequence().eval(kp.OpSyncLocal([tensor]))
+    expected = (np.array([1, 2], dtype=np.float32) + 20) * 2 + 1
+    np.testing.assert_array_equal(tensor.data(), expected)
+
+
 def test_workgroup(mgr):
     tensor = mgr.tensor(np.zeros(8))
     algorithm = mgr.algorithm([tensor], compile_cached(TWICE_PLUS_ONE))

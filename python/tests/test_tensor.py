@@ -320,3 +320,151 @@ def test_refcounts_do_not_leak(mgr):
         memoryview(tensor).release()
     gc.collect()
     assert sys.getrefcount(tensor) == before
+
+
+# --- Tensors of a size without data: zeros() and empty() ---------------------
+
+ALL_MEMORY_TYPES = (kp.MemoryTypes.device, kp.MemoryTypes.host, kp.MemoryTypes.deviceAndHost,
+                    kp.MemoryTypes.storage)
+
+
+def dirty_the_allocator(mgr, nbytes):
+    """Leaves freed device memory holding 0xAB bytes, so that a tensor made
+    next may reuse memory that is not zero."""
+    for memory_type in ALL_MEMORY_TYPES:
+        junk = mgr.tensor_t(np.full(nbytes, 0xAB, dtype=np.uint8), memory_type)
+        if memory_type == kp.MemoryTypes.device:
+            junk.upload(np.full(nbytes, 0xAB, dtype=np.uint8))
+        junk.destroy()
+    mgr.sequence().eval(kp.OpSyncDevice([mgr.tensor([0])]))  # lets the frees complete
+
+
+def device_contents(mgr, tensor):
+    """The tensor's device memory as the host sees it after OpSyncLocal, with
+    the host view first overwritten (storage tensors: copied into a device
+    tensor), so that only what the device holds can come back."""
+    if tensor.memory_type() == kp.MemoryTypes.storage:
+        target = mgr.empty(tensor.size(), tensor.data_type())
+        target.data().view(np.uint8)[:] = 0xCD
+        mgr.sequence().record(kp.OpCopy([tensor, target])).record(
+            kp.OpSyncLocal([target])).eval()
+        return target.data()
+    if not tensor.is_host_view_direct():
+        tensor.data().view(np.uint8)[:] = 0xCD
+    mgr.sequence().eval(kp.OpSyncLocal([tensor]))
+    return tensor.data()
+
+
+@pytest.mark.parametrize("memory_type", ALL_MEMORY_TYPES)
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int64", "float16", "bool"])
+def test_zeros_are_zero_on_the_host_and_on_the_device(mgr, dtype, memory_type):
+    dirty_the_allocator(mgr, 4096)
+    tensor = mgr.zeros(512, dtype=dtype, memory_type=memory_type)
+    assert tensor.size() == 512
+    assert tensor.data_type() == DTYPES[np.dtype(dtype).name][0]
+    assert tensor.memory_type() == memory_type
+    if memory_type != kp.MemoryTypes.storage:
+        np.testing.assert_array_equal(tensor.data(), np.zeros(512, dtype=dtype))
+    np.testing.assert_array_equal(device_contents(mgr, tensor), np.zeros(512, dtype=dtype))
+
+
+def test_zeros_need_no_sync_before_a_shader_reads_them(mgr):
+    dirty_the_allocator(mgr, 64)
+    tensor = mgr.zeros(16)
+    algorithm = mgr.algorithm([tensor], compile_cached(TWICE_PLUS_ONE))
+    mgr.sequence().record(kp.OpAlgoDispatch(algorithm)).record(kp.OpSyncLocal([tensor])).eval()
+    np.testing.assert_array_equal(tensor.data(), np.ones(16, dtype=np.float32))
+
+
+@pytest.mark.parametrize("shape, count", [(4, 4), ((2, 3), 6), ([5], 5), ((), 1),
+                                          (np.int64(3), 3), ((2, np.uint8(2)), 4)])
+def test_zeros_and_empty_take_numpy_shapes_flattened(mgr, shape, count):
+    for make in (mgr.zeros, mgr.empty):
+        tensor = make(shape)
+        assert tensor.size() == count and len(tensor) == count
+        assert tensor.data_type() == kp.DataTypes.float  # float32, as mgr.tensor
+        assert tensor.data().shape == (count,)
+
+
+@pytest.mark.parametrize("dtype, data_type", [
+    (np.int32, kp.DataTypes.int),
+    ("uint16", kp.DataTypes.ushort),
+    (np.dtype(np.float64), kp.DataTypes.double),
+    (kp.DataTypes.uint, kp.DataTypes.uint),
+    (kp.DataTypes.half, kp.DataTypes.half),
+    ("bfloat16", kp.DataTypes.bfloat16),
+    (kp.DataTypes.bfloat16, kp.DataTypes.bfloat16),
+])
+def test_zeros_and_empty_take_every_dtype_of_tensor_t(mgr, dtype, data_type):
+    for make in (mgr.zeros, mgr.empty):
+        tensor = make(3, dtype=dtype)
+        assert tensor.data_type() == data_type
+        assert tensor.memory_size() == 3 * tensor.data_type_memory_size()
+    assert not mgr.zeros(3, dtype=dtype).data().view(np.uint8).any()
+
+
+def test_zeros_of_ml_dtypes_bfloat16(mgr):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    tensor = mgr.zeros(4, dtype=ml_dtypes.bfloat16)
+    assert tensor.data_type() == kp.DataTypes.bfloat16
+    assert tensor.data().dtype == ml_dtypes.bfloat16
+    assert tensor.data().astype(np.float32).tolist() == [0.0] * 4
+
+
+def test_empty_is_a_usable_output(mgr):
+    source = mgr.tensor_t(np.arange(8, dtype=np.int32))
+    target = mgr.empty(8, dtype=np.int32)
+    assert target.data_type() == kp.DataTypes.int
+    mgr.sequence().record(kp.OpSyncDevice([source])).record(
+        kp.OpCopy([source, target])).record(kp.OpSyncLocal([target])).eval()
+    assert target.data().tolist() == list(range(8))
+
+
+@pytest.mark.parametrize("shape, error", [
+    (-1, ValueError),
+    ((2, -3), ValueError),
+    (2.0, TypeError),
+    ((2, 2.5), TypeError),
+    ("4", TypeError),
+    (None, TypeError),
+    (True, TypeError),
+    (2**32, ValueError),
+    ((2**16, 2**16), ValueError),
+])
+def test_zeros_refuses_bad_shapes(mgr, shape, error):
+    with pytest.raises(error, match="Manager.zeros"):
+        mgr.zeros(shape)
+
+
+def test_zeros_refuses_zero_elements_and_bad_dtypes(mgr):
+    with pytest.raises(kp.Error, match="zero elements"):
+        mgr.zeros(0)
+    with pytest.raises(kp.Error, match="zero elements"):
+        mgr.empty((3, 0))
+    with pytest.raises(TypeError, match="not supported"):
+        mgr.zeros(3, dtype=np.complex64)
+    with pytest.raises(TypeError, match="structured dtype"):
+        mgr.zeros(3, dtype=kp.DataTypes.custom)
+
+
+@pytest.mark.parametrize("number", [4, 2.5, True, np.int32(4), np.float32(1.5)])
+def test_tensor_t_refuses_a_number_for_an_array(mgr, number):
+    # Upstream's tensor_t took numpy arrays only; a number is most often
+    # meant as a size, which it is not.
+    with pytest.raises(TypeError, match="not an array"):
+        mgr.tensor_t(number)
+
+
+def test_the_number_error_names_the_calls_to_use(mgr):
+    with pytest.raises(TypeError, match=re.escape("[4] for a one-element tensor")) as error:
+        mgr.tensor_t(4)
+    assert "mgr.zeros(4" in str(error.value) and "mgr.empty(4" in str(error.value)
+
+
+def test_tensor_takes_a_number_as_one_value_as_upstream(mgr):
+    # Upstream's tensor() converted any input to a float32 array: a number
+    # is a one-element tensor (documented: use zeros(n) for n elements).
+    tensor = mgr.tensor(4)
+    assert tensor.size() == 1
+    assert tensor.data().tolist() == [4.0]
+    assert mgr.tensor_t(np.array(4, dtype=np.int32)).data().tolist() == [4]  # a 0-d array

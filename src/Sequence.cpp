@@ -6,6 +6,7 @@
 #include "internal/BarrierTracker.hpp"
 #include "internal/Check.hpp"
 #include "internal/Device.hpp"
+#include "internal/OpChecks.hpp"
 #include "internal/Wait.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -247,11 +248,11 @@ Sequence::declareOp(const std::shared_ptr<OpBase>& op)
     {
         // What an operation does may depend on recording into a sequence
         // (OpCopy copies by shader there).
-        internal::SequenceRecordingScope scope(mObjects->resources.track);
+        internal::SequenceRecordingScope scope(mObjects->resources.track, mDevice->device());
         declared = op->declareAccesses(accesses);
     }
     if (declared) {
-        checkSameManager(accesses);
+        internal::checkRecordedDevice(mDevice->device(), accesses, "Sequence::record");
     }
     return declared;
 }
@@ -267,9 +268,22 @@ Sequence::recordDeclaredOp(const std::shared_ptr<OpBase>& op, bool declared)
         // Operations may bind compute pipelines of their own here: this
         // command buffer belongs to a compute-capable queue. Those that
         // declared their accesses leave their barriers to the sequence.
-        internal::SequenceRecordingScope scope(mObjects->resources.track,
-                                               declared ? op.get() : nullptr);
-        op->record(mCommandBuffer);
+        internal::SequenceRecordingScope scope(
+          mObjects->resources.track, mDevice->device(), declared ? op.get() : nullptr);
+        try {
+            op->record(mCommandBuffer);
+        } catch (...) {
+            // The command buffer may hold part of its commands: it is never
+            // submitted. The sequence is left as before the call, its earlier
+            // operations recorded anew (or, should that fail too, recorded
+            // again by the next evaluation).
+            abandonBatch();
+            try {
+                recordAgain();
+            } catch (...) {
+            }
+            throw;
+        }
     }
     mOps.push_back(op);
     if (mTimestampPool) {
@@ -284,24 +298,6 @@ Sequence::recordOp(const std::shared_ptr<OpBase>& op)
 {
     bool declared = declareOp(op);
     recordDeclaredOp(op, declared);
-}
-
-void
-Sequence::checkSameManager(const std::vector<MemoryAccess>& accesses) const
-{
-    for (const auto& access : accesses) {
-        // Objects built by hand on a Manager's device have contexts of
-        // their own: the Vulkan device is what must match.
-        if (access.memory == nullptr) {
-            continue;
-        }
-        std::shared_ptr<internal::Device> device = internal::deviceOf(*access.memory);
-        if (device && device->device() != mDevice->device()) {
-            throw Error("Sequence::record: the operation uses a tensor or image of another Manager "
-                        "than this sequence's; objects of two Managers cannot be mixed in one "
-                        "sequence (create them, and the algorithm, with the sequence's Manager)");
-        }
-    }
 }
 
 uint32_t
@@ -328,14 +324,16 @@ Sequence::submit()
                     "again");
     }
     // The operations check their objects before the command buffer is
-    // touched. A batch they refuse is dropped (its operations stay, for the
-    // error to repeat until they are recorded anew).
+    // touched. A batch they refuse is dropped; its operations stay, and the
+    // next evaluation records them anew (their checks repeat the error until
+    // its cause is gone).
     try {
         for (auto& op : mOps) {
             op->preEval(mCommandBuffer);
         }
     } catch (...) {
         abandonBatch();
+        mStale = true;
         throw;
     }
     bool stale = mStale;

@@ -62,6 +62,81 @@ class FillOp : public kp::OpBase
     uint32_t mPattern;
 };
 
+/** An operation made of other operations, each recorded with
+ * OpBase::recordNested; it throws instead of recording operation
+ * `failAt` (none by default). */
+class CompositeOp : public kp::OpBase
+{
+  public:
+    explicit CompositeOp(std::vector<std::shared_ptr<kp::OpBase>> ops, size_t failAt = SIZE_MAX)
+      : mOps(std::move(ops))
+      , mFailAt(failAt)
+    {
+    }
+
+    void record(const vk::CommandBuffer& cmd) override
+    {
+        for (size_t i = 0; i < mOps.size(); ++i) {
+            if (i == mFailAt) {
+                throw std::runtime_error("CompositeOp fails on purpose");
+            }
+            kp::OpBase::recordNested(*mOps[i], cmd);
+        }
+    }
+    void preEval(const vk::CommandBuffer& cmd) override
+    {
+        for (auto& op : mOps) {
+            op->preEval(cmd);
+        }
+    }
+    void postEval(const vk::CommandBuffer& cmd) override
+    {
+        for (auto& op : mOps) {
+            op->postEval(cmd);
+        }
+    }
+
+  private:
+    std::vector<std::shared_ptr<kp::OpBase>> mOps;
+    size_t mFailAt;
+};
+
+/** An operation whose preEval throws while `fail` is set. */
+class RefusingOp : public kp::OpBase
+{
+  public:
+    explicit RefusingOp(std::shared_ptr<kp::Tensor> tensor)
+      : mSync(std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{
+          std::move(tensor) }))
+    {
+    }
+
+    void record(const vk::CommandBuffer& cmd) override { kp::OpBase::recordNested(*mSync, cmd); }
+    void preEval(const vk::CommandBuffer&) override
+    {
+        if (fail) {
+            throw kp::Error("RefusingOp refuses on purpose");
+        }
+    }
+    void postEval(const vk::CommandBuffer&) override {}
+
+    bool fail = false;
+
+  private:
+    std::shared_ptr<kp::OpSyncDevice> mSync;
+};
+
+// values[i] = values[i] * 2 + 1
+const char* const kTwicePlusOne = R"(
+#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer Values { float values[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    values[i] = values[i] * 2.0 + 1.0;
+}
+)";
+
 } // namespace
 
 using OperationsTest = KomputeTest;
@@ -474,6 +549,77 @@ TEST_F(OperationsTest, CustomOperationHooksAreCalledAtRecordSubmitAndCompletion)
     EXPECT_EQ(op->recordCount, 2); // evaluating does not record again
     EXPECT_EQ(op->preEvalCount, 3);
     EXPECT_EQ(op->postEvalCount, 3);
+}
+
+TEST_F(OperationsTest, NestedOperationsRecordInsideAnotherWithTheirBarriers)
+{
+    auto x = mgr().tensorT<float>({ 1, 2, 3 });
+    auto y = mgr().tensorT<float>({ 10, 20, 30 });
+    auto spirv = kp::Shader::compileSource(kTwicePlusOne);
+    auto composite = std::make_shared<CompositeOp>(std::vector<std::shared_ptr<kp::OpBase>>{
+      std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{ x, y }),
+      std::make_shared<kp::OpAlgoDispatch>(mgr().algorithm({ x }, spirv)),
+      std::make_shared<kp::OpAlgoDispatch>(mgr().algorithm({ x }, spirv)),
+      std::make_shared<kp::OpCopy>(std::vector<std::shared_ptr<kp::Memory>>{ x, y }),
+      std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ x }) });
+    mgr().sequence()->record(composite)->record<kp::OpSyncLocal>({ y })->eval();
+    // Dependent steps in one operation: the validation layer sees no hazard.
+    EXPECT_EQ(x->vector(), (std::vector<float>{ 7, 11, 15 }));
+    EXPECT_EQ(y->vector(), (std::vector<float>{ 7, 11, 15 }));
+}
+
+TEST_F(OperationsTest, NestedOperationsOfAnotherManagerAreRefusedBeforeRecording)
+{
+    kp::Manager other;
+    auto foreign = other.tensorT<float>({ 1, 2 });
+    auto x = mgr().tensorT<float>({ 1, 2 });
+    auto sequence = mgr().sequence();
+    sequence->record<kp::OpSyncDevice>({ x });
+    auto mixed = std::make_shared<CompositeOp>(std::vector<std::shared_ptr<kp::OpBase>>{
+      std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{ foreign }) });
+    EXPECT_THROW(sequence->record(mixed), kp::Error);
+    sequence->record<kp::OpAlgoDispatch>(
+      mgr().algorithm({ x }, kp::Shader::compileSource(kTwicePlusOne)));
+    sequence->record<kp::OpSyncLocal>({ x })->eval();
+    EXPECT_EQ(x->vector(), (std::vector<float>{ 3, 5 }));
+}
+
+TEST_F(OperationsTest, AnOperationThatThrowsInRecordLeavesTheSequenceAsItWas)
+{
+    auto x = mgr().tensorT<float>({ 1, 2 });
+    auto spirv = kp::Shader::compileSource(kTwicePlusOne);
+    auto sequence = mgr().sequence();
+    sequence->record<kp::OpSyncDevice>({ x });
+    sequence->record<kp::OpAlgoDispatch>(mgr().algorithm({ x }, spirv));
+    // It records a dispatch, then throws: that dispatch must never run.
+    auto failing = std::make_shared<CompositeOp>(
+      std::vector<std::shared_ptr<kp::OpBase>>{
+        std::make_shared<kp::OpAlgoDispatch>(mgr().algorithm({ x }, spirv)),
+        std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ x }) },
+      1);
+    EXPECT_THROW(sequence->record(failing), std::runtime_error);
+    EXPECT_TRUE(sequence->isRecording());
+    sequence->record<kp::OpSyncLocal>({ x })->eval();
+    EXPECT_EQ(x->vector(), (std::vector<float>{ 3, 5 }));
+    sequence->eval(); // once more, from the host view: the failed dispatch still never runs
+    EXPECT_EQ(x->vector(), (std::vector<float>{ 7, 11 }));
+    EXPECT_THROW(mgr().sequence()->eval(failing), std::runtime_error);
+}
+
+TEST_F(OperationsTest, ABatchRefusedByPreEvalIsRecordedAnewOnceAccepted)
+{
+    auto x = mgr().tensorT<float>({ 1, 2 });
+    auto op = std::make_shared<RefusingOp>(x);
+    auto sequence = mgr().sequence()->record(op);
+    op->fail = true;
+    EXPECT_THROW(sequence->eval(), kp::Error);
+    EXPECT_THROW(sequence->eval(), kp::Error);
+    op->fail = false;
+    x->setData(std::vector<float>{ 5, 6 });
+    sequence->eval(); // the operation is still there: 5, 6 reach the device
+    x->setData(std::vector<float>{ 0, 0 });
+    mgr().sequence()->eval<kp::OpSyncLocal>({ x });
+    EXPECT_EQ(x->vector(), (std::vector<float>{ 5, 6 }));
 }
 
 // --- The suite's validation check ---------------------------------------------------

@@ -20,6 +20,7 @@ class Algorithm;
 
 namespace internal {
 class Device;
+class Registry;
 struct Queue;
 struct SequenceObjects;
 class BarrierTracker;
@@ -231,6 +232,10 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     uint32_t recordedBarrierCount() const;
 
   private:
+    // Manager::destroy() drops a sequence's operations only once it is done
+    // with the sequence itself (see Registry::destroyNode).
+    friend class internal::Registry;
+
     /** destroy() without dropping the operations: they are returned, for
      * the caller to drop (see ~Sequence). */
     std::vector<std::shared_ptr<OpBase>> detachForDestroy();
@@ -257,9 +262,6 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     void await(uint64_t waitFor);
     /** Notes that a host wait saw the latest submission complete. */
     void observedCompletion();
-    /** Throws unless every memory object in `accesses` belongs to this
-     * sequence's Manager. */
-    void checkSameManager(const std::vector<MemoryAccess>& accesses) const;
     /** Whether submissions signal the fence (else only the timeline
      * semaphore), and waits wait for it. */
     bool completesByFence() const;

@@ -18,6 +18,11 @@ The four concepts: a :class:`Manager` owns the device, :class:`Tensor` (and
         .eval())
     print(out.data())
 
+Tensors of a size without data: :meth:`Manager.zeros` (zero-filled on the
+host and on the device) and :meth:`Manager.empty`. Operations can be written
+in Python: subclass :class:`OpBase` (``record(command_buffer)``, ...) or
+:class:`OpComposite`, which records other operations as one.
+
 Logging: messages of the C++ side go to the standard :mod:`logging` logger
 named ``"kp"``. Its threshold is set with :func:`set_log_level` (or
 ``logging.getLogger("kp").setLevel(...)``, which does the same); until then
@@ -48,6 +53,7 @@ from ._kp import (  # noqa: F401  (re-exported API)
     ImageTiling,
     Manager,
     Memory,
+    MemoryAccess,
     MemoryTypes,
     OpAlgoDispatch,
     OpBase,
@@ -102,6 +108,7 @@ compile_source = Shader.compile_source
 # kp.TensorTypes through __getattr__ below, and methods added to the classes.
 from . import _legacy  # noqa: E402
 from ._legacy import OpTensorCopy, OpTensorSyncDevice, OpTensorSyncLocal  # noqa: E402,F401
+from ._operations import OpComposite  # noqa: E402
 
 _legacy.install()
 
@@ -246,6 +253,7 @@ def flush_log():
 
 
 def _at_exit():
+    _kp._release_operations_at_exit()
     _kp._flush_log()
 
 
@@ -304,9 +312,11 @@ __all__ = [
     "ImageTiling",
     "Manager",
     "Memory",
+    "MemoryAccess",
     "MemoryTypes",
     "OpAlgoDispatch",
     "OpBase",
+    "OpComposite",
     "OpCopy",
     "OpMemoryBarrier",
     "OpMult",

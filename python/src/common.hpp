@@ -93,6 +93,24 @@ struct FlushLog
     FlushLog& operator=(const FlushLog&) = delete;
 };
 
+// --- Operations (operations.cpp) ----------------------------------------------
+
+/** Binds kp.OpBase (which Python classes may derive from: operations
+ * written in Python) and kp.MemoryAccess. */
+void bindOperationBase(nb::module_& m);
+
+/** Notes that `sequence` holds `op`, if `op` is written in Python. */
+void noteRecorded(Sequence& sequence, const OpBase& op);
+
+/**
+ * At exit (kp's atexit handler, while Python still runs): destroys the
+ * sequences that hold operations written in Python. Such an operation's
+ * class refers to its module's globals, which often refer to the sequence:
+ * a cycle through C++ that Python's garbage collector cannot see, which
+ * would keep all of it (and its Manager) alive past the interpreter.
+ */
+void releaseOperationsAtExit();
+
 // --- The kernel library (kernels.cpp) -----------------------------------------
 
 /** Binds kp.KernelOp and the kernel library's operations and enums. */

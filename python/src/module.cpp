@@ -326,6 +326,9 @@ NB_MODULE(_kp, m)
     // --- Logging (used by kp/__init__.py) ------------------------------------
 
     m.def("_flush_log", &flushLog, "Hands queued C++ log messages to the 'kp' logger now.");
+    m.def("_release_operations_at_exit", &releaseOperationsAtExit,
+          "Destroys the sequences that hold operations written in Python (kp's atexit "
+          "handler).");
     m.def(
       "_set_native_log_level",
       [](int level) { kp::logger::setLogLevel(nativeLevel(level)); },
@@ -603,9 +606,7 @@ NB_MODULE(_kp, m)
 
     // --- Operations ------------------------------------------------------------
 
-    nb::class_<kp::OpBase>(m,
-                           "OpBase",
-                           "Base class of the operations a Sequence records (not instantiable).");
+    bindOperationBase(m);
 
     bindSyncOperation<kp::OpSyncDevice>(
       m,
@@ -802,7 +803,9 @@ NB_MODULE(_kp, m)
       "Manager.sequence().")
       .def("record",
            [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
-               nb::cast<kp::Sequence&>(self).record(std::move(op));
+               auto& sequence = nb::cast<kp::Sequence&>(self);
+               sequence.record(op);
+               noteRecorded(sequence, *op);
                return nb::borrow(self);
            },
            "op"_a,
@@ -818,6 +821,7 @@ NB_MODULE(_kp, m)
            "sequence.")
       .def("eval",
            [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
+               noteRecorded(nb::cast<kp::Sequence&>(self), *op);
                return chaining(self, [&op](kp::Sequence& s) { s.eval(std::move(op)); });
            },
            "op"_a,
@@ -832,6 +836,7 @@ NB_MODULE(_kp, m)
            "completes it. Raises if the previous submission was not awaited.")
       .def("eval_async",
            [](nb::handle self, std::shared_ptr<kp::OpBase> op) {
+               noteRecorded(nb::cast<kp::Sequence&>(self), *op);
                return chaining(self, [&op](kp::Sequence& s) { s.evalAsync(std::move(op)); });
            },
            "op"_a,

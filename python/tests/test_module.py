@@ -88,7 +88,8 @@ def _docstring_text(obj):
 
 
 @pytest.mark.parametrize("name", UPSTREAM_CLASSES + ["Error", "DestroyedError", "VulkanError",
-                                                     "AccessFlagBits", "PipelineStageFlagBits"])
+                                                     "AccessFlagBits", "PipelineStageFlagBits",
+                                                     "OpComposite", "MemoryAccess"])
 def test_every_class_and_method_has_a_docstring(name):
     cls = getattr(kp, name)
     assert _docstring_text(cls), f"kp.{name} has no docstring"
@@ -112,12 +113,15 @@ def test_type_stubs_are_shipped():
     assert (package / "py.typed").is_file()
     tree = ast.parse(stub.read_text())
     classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
-    for name in UPSTREAM_CLASSES + ["Error", "DestroyedError", "VulkanError"]:
+    for name in UPSTREAM_CLASSES + ["Error", "DestroyedError", "VulkanError", "MemoryAccess"]:
         assert name in classes, f"{name} missing from the stub"
     manager = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Manager")
     methods = {n.name for n in manager.body if isinstance(n, ast.FunctionDef)}
     assert {"tensor", "tensor_t", "algorithm", "sequence", "destroy", "list_devices",
-            "get_device_properties", "memory_stats"} <= methods
+            "get_device_properties", "memory_stats", "zeros", "empty"} <= methods
+    op_base = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "OpBase")
+    assert {"record", "pre_eval", "post_eval", "needs_rerecord"} <= {
+        n.name for n in op_base.body if isinstance(n, ast.FunctionDef)}
 
 
 def test_all_lists_public_names():

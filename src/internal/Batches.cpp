@@ -9,21 +9,32 @@ namespace internal {
 namespace {
 thread_local const std::shared_ptr<SubmissionTrack>* recordingTrack = nullptr;
 thread_local const OpBase* orderedOperation = nullptr;
+thread_local VkDevice recordingDevice = VK_NULL_HANDLE;
 }
 
 SequenceRecordingScope::SequenceRecordingScope(const std::shared_ptr<SubmissionTrack>& track,
+                                               vk::Device device,
                                                const OpBase* ordered)
   : mPrevious(recordingTrack)
   , mPreviousOrdered(orderedOperation)
+  , mPreviousDevice(recordingDevice)
 {
     recordingTrack = &track;
     orderedOperation = ordered;
+    recordingDevice = device;
 }
 
 SequenceRecordingScope::~SequenceRecordingScope()
 {
     recordingTrack = mPrevious;
     orderedOperation = mPreviousOrdered;
+    recordingDevice = mPreviousDevice;
+}
+
+vk::Device
+SequenceRecordingScope::device()
+{
+    return recordingDevice;
 }
 
 bool

@@ -88,8 +88,11 @@ using BatchStamp = std::pair<std::shared_ptr<SubmissionTrack>, uint64_t>;
 class SequenceRecordingScope
 {
   public:
-    explicit SequenceRecordingScope(const std::shared_ptr<SubmissionTrack>& track,
-                                    const OpBase* ordered = nullptr);
+    /** `device`: the sequence's Vulkan device, whose objects alone may be
+     * recorded (OpBase::recordNested checks against it). */
+    SequenceRecordingScope(const std::shared_ptr<SubmissionTrack>& track,
+                           vk::Device device,
+                           const OpBase* ordered = nullptr);
     ~SequenceRecordingScope();
     SequenceRecordingScope(const SequenceRecordingScope&) = delete;
     SequenceRecordingScope& operator=(const SequenceRecordingScope&) = delete;
@@ -99,10 +102,13 @@ class SequenceRecordingScope
     static const std::shared_ptr<SubmissionTrack>* track();
     /** The sequence has recorded the barriers `op` needs before it. */
     static bool orders(const OpBase* op);
+    /** The Vulkan device of the sequence being recorded, or null. */
+    static vk::Device device();
 
   private:
     const std::shared_ptr<SubmissionTrack>* mPrevious;
     const OpBase* mPreviousOrdered;
+    vk::Device mPreviousDevice;
 };
 
 /** The batches that recorded an object (a tensor, image or algorithm). */

@@ -8,6 +8,7 @@
 
 #include "internal/Device.hpp"
 #include "kompute/Memory.hpp"
+#include "kompute/operations/OpBase.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -59,6 +60,31 @@ checkMemObjects(const std::vector<std::shared_ptr<Memory>>& objects,
         objects[i]->checkInit(opName);
     }
     checkOneDevice(objects, opName);
+}
+
+/** Throws unless every memory object in `accesses` (an operation's
+ * declared accesses) is on `device`, the device of the sequence recording
+ * the operation. `action` names the call, e.g. "Sequence::record". */
+inline void
+checkRecordedDevice(vk::Device device,
+                    const std::vector<MemoryAccess>& accesses,
+                    const char* action)
+{
+    for (const auto& access : accesses) {
+        // Objects built by hand on a Manager's device have contexts of
+        // their own: the Vulkan device is what must match.
+        if (access.memory == nullptr) {
+            continue;
+        }
+        std::shared_ptr<Device> owner = deviceOf(*access.memory);
+        if (owner && owner->device() != device) {
+            throw Error(logger::format("{}: the operation uses a tensor or image of another "
+                                       "Manager than the sequence's; objects of two Managers "
+                                       "cannot be mixed in one sequence (create them, and the "
+                                       "algorithm, with the sequence's Manager)",
+                                       action));
+        }
+    }
 }
 
 /** `objects` without repeats, in first-seen order. An operation that

@@ -81,20 +81,30 @@ Registry::destroyNode(const std::shared_ptr<Node>& node)
         }
         node->busy = true;
     }
+    // A sequence's operations are dropped once the node is free again: the
+    // last reference of an operation made in Python takes the GIL to go,
+    // which a thread waiting for this node (in the sequence's destructor,
+    // see Removal) may hold.
+    std::vector<std::shared_ptr<OpBase>> operations;
     // Each object is destroyed even if another one fails to: a failure is
     // logged, and the device is destroyed after this either way.
     try {
         switch (node->kind) {
-            case Kind::eSequence: static_cast<Sequence*>(node->object)->destroy(); break;
+            case Kind::eSequence:
+                operations = static_cast<Sequence*>(node->object)->detachForDestroy();
+                break;
             case Kind::eAlgorithm: static_cast<Algorithm*>(node->object)->destroy(); break;
             case Kind::eMemory: node->destroyMemory(*static_cast<Memory*>(node->object)); break;
         }
     } catch (const std::exception& error) {
         KP_LOG_ERROR("Destroying an object with its Manager failed: {}", error.what());
     }
-    std::lock_guard<std::mutex> lock(mMutex);
-    node->busy = false;
-    mChanged.notify_all();
+    {
+        std::lock_guard<std::mutex> lock(mMutex);
+        node->busy = false;
+        mChanged.notify_all();
+    }
+    operations.clear();
 }
 
 void

@@ -1,7 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kompute/operations/OpBase.hpp"
 
+#include "internal/Batches.hpp"
+#include "internal/OpChecks.hpp"
+
 namespace kp {
+
+void
+OpBase::recordNested(OpBase& inner, const vk::CommandBuffer& commandBuffer)
+{
+    vk::Device device = internal::SequenceRecordingScope::device();
+    if (device) {
+        std::vector<MemoryAccess> accesses;
+        if (inner.declareAccesses(accesses)) {
+            internal::checkRecordedDevice(device, accesses, "OpBase::recordNested");
+        }
+    }
+    inner.record(commandBuffer);
+}
 
 namespace {
 

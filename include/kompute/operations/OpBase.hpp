@@ -91,6 +91,18 @@ class OpBase
         (void)accesses;
         return false;
     }
+
+    /**
+     * Records `inner` into `commandBuffer` from within another operation's
+     * record(), for operations made of other operations (ours). During a
+     * Sequence's recording it first checks, as Sequence::record does, that
+     * the objects `inner` declares belong to the sequence's Manager, and
+     * throws kp::Error before recording anything otherwise. Built-in
+     * operations recorded this way order themselves after the commands
+     * before them with a barrier of their own; custom ones record the
+     * barriers they need themselves.
+     */
+    static void recordNested(OpBase& inner, const vk::CommandBuffer& commandBuffer);
 };
 
 } // namespace kp

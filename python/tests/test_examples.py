@@ -53,3 +53,9 @@ def test_image_filter(examples_dir, tmp_path):
         data = (tmp_path / name).read_bytes()
         assert data.startswith(b"P6\n64 64\n255\n")
         assert len(data) == len(b"P6\n64 64\n255\n") + 64 * 64 * 3
+
+
+def test_particles(examples_dir):
+    output = run_example(examples_dir, "particles.py")
+    assert "100 steps of 1000 particles" in output
+    assert "Result matches numpy" in output

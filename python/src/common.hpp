@@ -99,6 +99,11 @@ struct FlushLog
  * written in Python) and kp.MemoryAccess. */
 void bindOperationBase(nb::module_& m);
 
+/** Throws kp::Error naming `action` when called from within a hook of an
+ * operation written in Python on this thread: destroying sequences there
+ * would wait for the sequence that runs the hook, on this very thread. */
+void checkNotInOperationHook(const char* action);
+
 /** Notes that `sequence` holds `op`, if `op` is written in Python. */
 void noteRecorded(Sequence& sequence, const OpBase& op);
 

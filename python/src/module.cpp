@@ -894,10 +894,19 @@ NB_MODULE(_kp, m)
       .def("submission_count", &kp::Sequence::submissionCount, keepGil,
            "Number of submissions so far (ours); the value this sequence's timeline semaphore "
            "reaches when the latest one completes.")
-      .def("destroy", &kp::Sequence::destroy, releaseGil,
-           "Drops the recorded operations and frees the command buffer once work in flight has "
-           "completed (it does not wait; a submission never awaited completes on its own). "
-           "Idempotent; afterwards every use raises kp.DestroyedError.");
+      .def(
+        "destroy",
+        [](kp::Sequence& self) {
+            checkNotInOperationHook("Sequence.destroy()");
+            ReleaseGil release;
+            self.destroy();
+        },
+        keepGil,
+        "Drops the recorded operations and frees the command buffer once work in flight has "
+        "completed (it does not wait; a submission never awaited completes on its own). "
+        "Idempotent; afterwards every use raises kp.DestroyedError. Raises kp.Error from "
+        "within an operation's hooks (record, pre_eval, post_eval), where it would wait for "
+        "the sequence that runs them.");
 
     // --- Manager -------------------------------------------------------------------------
 
@@ -926,16 +935,25 @@ NB_MODULE(_kp, m)
       .def(
         "__exit__",
         [](kp::Manager& self, nb::args) {
+            checkNotInOperationHook("Leaving a Manager's with block");
             ReleaseGil release;
             self.destroy();
         },
         keepGil,
         "Destroys the manager and everything it made.")
-      .def("destroy", &kp::Manager::destroy, releaseGil,
-           "Waits for the device, destroys every object this manager made that is still alive "
-           "(they stay as inert Python objects: using them raises kp.DestroyedError; numpy "
-           "arrays obtained from their data() stay readable, showing the last host data), then "
-           "the device. Idempotent.")
+      .def(
+        "destroy",
+        [](kp::Manager& self) {
+            checkNotInOperationHook("Manager.destroy()");
+            ReleaseGil release;
+            self.destroy();
+        },
+        keepGil,
+        "Waits for the device, destroys every object this manager made that is still alive "
+        "(they stay as inert Python objects: using them raises kp.DestroyedError; numpy "
+        "arrays obtained from their data() stay readable, showing the last host data), then "
+        "the device. Idempotent. Raises kp.Error from within an operation's hooks (record, "
+        "pre_eval, post_eval), where it would wait for the sequence that runs them.")
       .def("clear", &kp::Manager::clear, keepGil,
            "Kept for upstream code: expired objects are pruned automatically.")
       .def(

@@ -90,6 +90,9 @@ class Callback
         }
     }
 
+    /** Whether a hook of a Python operation runs on this thread. */
+    static bool active() { return sCurrent != nullptr; }
+
     static uint64_t handleValue(VkCommandBuffer commandBuffer)
     {
         return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(commandBuffer));
@@ -327,6 +330,17 @@ sequencesWithPythonOperations()
 }
 
 } // namespace
+
+void
+checkNotInOperationHook(const char* action)
+{
+    if (Callback::active()) {
+        throw Error(std::string(action) +
+                    " cannot run from within an operation's record(), pre_eval() or "
+                    "post_eval(): it would wait for the sequence that runs them; call it once "
+                    "the record() or eval() call has returned");
+    }
+}
 
 void
 noteRecorded(Sequence& sequence, const OpBase& op)

@@ -329,6 +329,31 @@ def test_built_in_hooks_only_within_a_python_operations_hook(mgr):
         mgr.sequence().record(Misuse("base"))
 
 
+def test_destroying_from_within_a_hook_is_refused(mgr):
+    x = mgr.tensor([1])
+
+    class Destroys(kp.OpBase):
+        def __init__(self, target):
+            super().__init__()
+            self.target = target
+
+        def record(self, command_buffer):
+            kp.OpSyncDevice([x]).record(command_buffer)
+
+        def pre_eval(self, command_buffer):
+            self.target.destroy()  # would wait for the sequence running this hook
+
+    sequence = mgr.sequence()
+    for target in (mgr, sequence):
+        sequence.clear()
+        sequence.record(Destroys(target))
+        with pytest.raises(kp.Error, match="from within an operation"):
+            sequence.eval()
+    sequence.clear()
+    sequence.eval(kp.OpSyncDevice([x]))  # both still work
+    assert sequence.is_init() and mgr.tensor([2]).is_init()
+
+
 def test_objects_of_another_manager_are_refused_before_recording(mgr):
     other = kp.Manager()
     foreign = other.tensor([1, 2])

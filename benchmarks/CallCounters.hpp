@@ -21,4 +21,11 @@ struct CallCounts
 
 CallCounts callCounts();
 
+/** Routes Kompute's counted Vulkan calls through the counters: libkompute
+ * calls Vulkan through a table of its own, filled from the loader it
+ * opens at run time, which the counting definitions of this executable do
+ * not interpose. main() calls it before anything else (it opens the
+ * loader; without one it counts nothing). */
+void countKomputeVulkanCalls();
+
 } // namespace bench

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #endif
 
+#include "CallCounters.hpp"
 #include "Harness.hpp"
 #include "Scripts.hpp"
 
@@ -195,6 +196,7 @@ usage()
 int
 main(int argc, char** argv)
 {
+    bench::countKomputeVulkanCalls();
     bench::Options options;
     std::string jsonPath;
     std::string plotPath;

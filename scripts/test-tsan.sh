@@ -4,8 +4,9 @@
 # one sequence from two, asynchronous sequences and GPU-side dependencies)
 # and test/test_lifetime.cpp (objects destroyed in every order, on other
 # threads while the Manager is destroyed, and the randomized
-# create/record/evaluate/destroy run). Any data race report stops the run
-# with a failure.
+# create/record/evaluate/destroy run), and test/test_loader.cpp (the Vulkan
+# loader opened by threads that make their first Managers at once). Any data
+# race report stops the run with a failure.
 #   scripts/test-tsan.sh [BUILD_DIR]   (default build-tsan)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,11 +14,12 @@ dir=${1:-build-tsan}
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DKOMPUTE_OPT_BUILD_TESTS=ON -DKOMPUTE_OPT_BUILD_EXAMPLES=OFF \
     -DKOMPUTE_OPT_BUILD_BENCHMARKS=OFF -DKOMPUTE_OPT_SANITIZE=thread
-cmake --build "$dir" -j "$(nproc)" --target test_async test_lifetime
+cmake --build "$dir" -j "$(nproc)" --target test_async test_lifetime test_loader
 export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
 export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 timeout 900 "$dir/test/test_async"
+timeout 900 "$dir/test/test_loader"
 # Every 9th destruction order and 4000 random steps: the full sets run in
 # the validation-layer suite (CTest), at a tenth of the cost.
 KOMPUTE_TEST_ORDER_STRIDE=9 KOMPUTE_TEST_RANDOM_STEPS=4000 timeout 900 "$dir/test/test_lifetime"

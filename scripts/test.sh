@@ -6,7 +6,9 @@
 #   2. the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the installed package used by an outside program, through
 #      find_package(kompute) and through pkg-config (static library)
-#   4. a shared-library build, installed and used through find_package
+#   4. a shared-library build, installed and used through find_package; the
+#      installed kompute-info run without a Vulkan loader (it is opened at
+#      run time: nothing links libvulkan)
 #   5. the Python module kp, installed with pip in a fresh venv, and its
 #      pytest suites
 #   6. the concurrency tests under ThreadSanitizer, and a quick run of the
@@ -216,6 +218,64 @@ if ! grep -q "libkompute\.so" <<<"$linked"; then
     exit 1
 fi
 end_step
+
+# --- The Vulkan loader, opened at run time --------------------------------------
+
+# Nothing of Kompute links libvulkan (test_byov, test_capabilities and
+# kompute-bench call the C API and link it themselves). The installed
+# kompute-info, static and shared, run without a loader: with
+# KOMPUTE_ENV_VULKAN_LOADER naming no file, and, where a mount namespace can
+# be made, with the system's loader itself replaced by an empty file. Each
+# must say "No Vulkan loader found" and exit with status 1.
+begin_step "Vulkan loader at run time (kompute-info without it)"
+shared_library=$(find "$SHARED_PREFIX" -name 'libkompute.so.*' -type f -print -quit)
+[ -n "$shared_library" ] || { echo "libkompute.so was not installed" >&2; exit 1; }
+for binary in "$shared_library" "$STATIC_PREFIX/bin/kompute-info" "$SHARED_PREFIX/bin/kompute-info" \
+        "$WORK/consumer-static/package_consumer" "$WORK/consumer-pkgconfig" \
+        "$WORK/consumer-shared/package_consumer" "$BUILD_PREFIX-test/test/test_tensor"; do
+    needed=$(readelf -d "$binary" | grep NEEDED || true)
+    if grep -q libvulkan <<<"$needed"; then
+        printf '%s links the Vulkan loader:\n%s\n' "$binary" "$needed" >&2
+        exit 1
+    fi
+done
+echo "no NEEDED libvulkan: libkompute.so, kompute-info, the three consumers, test_tensor"
+# without_loader FRAGMENT COMMAND...: COMMAND fails with status 1 saying
+# "No Vulkan loader found" and FRAGMENT.
+without_loader() {
+    local fragment=$1 output status
+    shift
+    set +e
+    output=$("$@" 2>&1)
+    status=$?
+    set -e
+    echo "$output"
+    if [ $status -ne 1 ] || ! grep -q "No Vulkan loader found" <<<"$output" ||
+        ! grep -qF "$fragment" <<<"$output"; then
+        echo "expected exit status 1 (got $status) and 'No Vulkan loader found', '$fragment'" >&2
+        exit 1
+    fi
+}
+# (The installed shared kompute-info finds libkompute.so through this.)
+with_library=(env "LD_LIBRARY_PATH=$(dirname "$shared_library")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+without_loader "/nonexistent/libvulkan.so.1" \
+    env KOMPUTE_ENV_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$STATIC_PREFIX/bin/kompute-info"
+without_loader "/nonexistent/libvulkan.so.1" "${with_library[@]}" \
+    KOMPUTE_ENV_VULKAN_LOADER=/nonexistent/libvulkan.so.1 "$SHARED_PREFIX/bin/kompute-info"
+PASSED=$((PASSED + 2))
+# The variable naming the loader's own file opens that file.
+loader=$(readlink -f "$(ldconfig -p | awk '/libvulkan\.so\.1 /{ print $NF; exit }')")
+report=$("${with_library[@]}" KOMPUTE_ENV_VULKAN_LOADER="$loader" "$SHARED_PREFIX/bin/kompute-info" --json)
+grep -qF "\"vulkan_loader_library\": \"$loader\"" <<<"$report" ||
+    { echo "kompute-info does not report $loader as the loader it opened" >&2; exit 1; }
+if [ -f "$loader" ] && unshare --mount true 2>/dev/null; then
+    without_loader "apt-get install libvulkan1" "${with_library[@]}" unshare --mount sh -c \
+        'mount --bind /dev/null "$1" && exec "$2"' sh "$loader" "$SHARED_PREFIX/bin/kompute-info"
+    PASSED=$((PASSED + 1))
+    end_step
+else
+    end_step "ok (no mount namespace here: the system's loader stayed in place)"
+fi
 
 # --- 5. Python tests ---------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include "internal/FastPaths.hpp"
 #include "internal/Instance.hpp"
 #include "internal/ShaderCopy.hpp"
+#include "internal/VulkanLoader.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -604,12 +605,15 @@ describeDevices()
     JsonValue system = JsonValue::object();
     system.set("kompute_version", KOMPUTE_VERSION_STRING);
     uint32_t loaderVersion = VK_API_VERSION_1_0;
-    auto enumerateVersion = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(
-      vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"));
+    // Null in a Vulkan 1.0 loader.
+    PFN_vkEnumerateInstanceVersion enumerateVersion =
+      VULKAN_HPP_DEFAULT_DISPATCHER.vkEnumerateInstanceVersion;
     if (enumerateVersion != nullptr) {
         enumerateVersion(&loaderVersion);
     }
     system.set("vulkan_loader_version", internal::versionText(loaderVersion));
+    // The file Kompute opened it from (see KOMPUTE_ENV_VULKAN_LOADER).
+    system.set("vulkan_loader_library", internal::vulkanLoaderPath());
     system.set("vulkan_instance_version", internal::versionText(instance.apiVersion));
     JsonValue devices = JsonValue::array();
     size_t count = internal::physicalDevices(instance.instance).size();

@@ -381,7 +381,7 @@ Image::create(const void* data, size_t dataSize, std::optional<vk::ImageTiling> 
         mImage->adoptMemory(mDevice->allocator().allocate(
           requirements, plan.required, plan.preferred, kind, "image"));
         const internal::Allocation& memory = mImage->allocation();
-        check(vkBindImageMemory(device, image, memory.memory, memory.offset),
+        check(VULKAN_HPP_DEFAULT_DISPATCHER.vkBindImageMemory(device, image, memory.memory, memory.offset),
               "Binding memory to an image");
 
         vk::ImageViewCreateInfo viewInfo(

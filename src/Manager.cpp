@@ -14,6 +14,7 @@
 #include "internal/DeviceDescription.hpp"
 #include "internal/Environment.hpp"
 #include "internal/Instance.hpp"
+#include "internal/VulkanLoader.hpp"
 #include "kompute/Algorithm.hpp"
 #include "kompute/Sequence.hpp"
 #include "kompute/logger/Logger.hpp"
@@ -109,8 +110,9 @@ createInstance(const std::vector<std::string>& layerNames)
 {
     CreatedInstance created;
     uint32_t loaderVersion = VK_API_VERSION_1_0;
-    auto enumerateVersion = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(
-      vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"));
+    // Null in a Vulkan 1.0 loader.
+    PFN_vkEnumerateInstanceVersion enumerateVersion =
+      VULKAN_HPP_DEFAULT_DISPATCHER.vkEnumerateInstanceVersion;
     if (enumerateVersion != nullptr) {
         enumerateVersion(&loaderVersion);
     }
@@ -160,7 +162,12 @@ createInstance(const std::vector<std::string>& layerNames)
                                 layers.data(),
                                 static_cast<uint32_t>(extensions.size()),
                                 extensions.data());
-    check(vk::createInstance(&info, nullptr, &created.instance), "Creating the Vulkan instance");
+    vk::Result result = vk::createInstance(&info, nullptr, &created.instance);
+    check(result,
+          result == vk::Result::eErrorIncompatibleDriver
+            ? "Creating the Vulkan instance (the Vulkan loader found no usable driver: install "
+              "one, e.g. Mesa's lavapipe from mesa-vulkan-drivers on a machine without a GPU)"
+            : "Creating the Vulkan instance");
 
     if (debugUtils) {
         auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -218,6 +225,7 @@ class InstanceCache
 CreatedInstance
 processInstance()
 {
+    internal::requireVulkan();
     static InstanceCache* cache = new InstanceCache();
     return cache->get();
 }
@@ -255,6 +263,7 @@ defaultQueueFamilies(const std::shared_ptr<vk::PhysicalDevice>& physicalDevice)
     if (!physicalDevice || !*physicalDevice) {
         throw Error("BYOV Manager: the physical device is null");
     }
+    internal::requireVulkan();
     return { firstComputeFamily(*physicalDevice) };
 }
 
@@ -592,6 +601,10 @@ Manager::adoptDevice(const std::vector<uint32_t>& familyQueueIndices,
     if (familyQueueIndices.empty()) {
         throw Error("BYOV Manager: give at least one queue family index");
     }
+    // The application's handles work with Kompute's dispatcher where they
+    // come from the loader it opened: the process's libvulkan, which the
+    // application links (or KOMPUTE_ENV_VULKAN_LOADER's library).
+    internal::requireVulkan();
     validateQueueFamilies(*physicalDevice, familyQueueIndices);
     internal::Device::Handles handles;
     handles.instance = *instance;

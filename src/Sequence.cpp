@@ -204,7 +204,7 @@ Sequence::endBatch()
     // Makes the batch's device writes that the host can read visible to it
     // once the submission has completed.
     mBarriers->endBatch(mCommandBuffer);
-    check(vkEndCommandBuffer(mCommandBuffer), "Ending a sequence's command buffer");
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkEndCommandBuffer(mCommandBuffer), "Ending a sequence's command buffer");
     mRecording = false;
     mHasBatch = true;
 }
@@ -215,7 +215,7 @@ Sequence::abandonBatch()
     // Reset rather than ended: ending a command buffer that refers to a
     // destroyed object is an error, and beginning one still recording too.
     if (mRecording) {
-        vkResetCommandBuffer(mCommandBuffer, 0);
+        VULKAN_HPP_DEFAULT_DISPATCHER.vkResetCommandBuffer(mCommandBuffer, 0);
         mRecording = false;
         internal::dropBatch(*mObjects);
     }

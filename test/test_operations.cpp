@@ -32,36 +32,6 @@ spliced(const std::vector<T>& outside,
     return result;
 }
 
-/** A user-written operation that fills a tensor's device buffer with a
- * 32-bit pattern (vkCmdFillBuffer): data produced on the device. */
-class FillOp : public kp::OpBase
-{
-  public:
-    FillOp(std::shared_ptr<kp::Tensor> tensor, uint32_t pattern)
-      : mTensor(std::move(tensor))
-      , mPattern(pattern)
-    {
-    }
-
-    void record(const vk::CommandBuffer& cmd) override
-    {
-        // Order the fill after earlier transfers that touched the buffer.
-        mTensor->recordPrimaryMemoryBarrier(cmd,
-                                            vk::AccessFlagBits::eTransferRead |
-                                              vk::AccessFlagBits::eTransferWrite,
-                                            vk::AccessFlagBits::eTransferWrite,
-                                            vk::PipelineStageFlagBits::eTransfer,
-                                            vk::PipelineStageFlagBits::eTransfer);
-        cmd.fillBuffer(*mTensor->getPrimaryBuffer(), 0, VK_WHOLE_SIZE, mPattern);
-    }
-    void preEval(const vk::CommandBuffer&) override {}
-    void postEval(const vk::CommandBuffer&) override {}
-
-  private:
-    std::shared_ptr<kp::Tensor> mTensor;
-    uint32_t mPattern;
-};
-
 /** An operation made of other operations, each recorded with
  * OpBase::recordNested; it throws instead of recording operation
  * `failAt` (none by default). */

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 // The Vulkan API version the library asks for at instance creation. It is
 // compiled into the library; defining it in a consumer changes nothing.

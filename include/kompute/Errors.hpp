@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 namespace kp {
 
@@ -70,6 +70,17 @@ class DeviceLostError : public VulkanError
  * (ours; what every checked Vulkan call of Kompute throws). */
 [[noreturn]] void
 throwVulkanError(vk::Result result, const std::string& action);
+
+/** The Vulkan loader library could not be opened (ours). Kompute opens it at
+ * run time rather than linking it, so a program starts on a machine without
+ * Vulkan and gets this error from the first Manager (or describeDevices(),
+ * Manager::computeQueueFamilies()). The message names the libraries tried
+ * and how to install the loader; KOMPUTE_ENV_VULKAN_LOADER names another. */
+class VulkanLoaderError : public Error
+{
+  public:
+    using Error::Error;
+};
 
 /** An object was used after it (or the Manager that made it) was destroyed. */
 class DestroyedError : public Error

@@ -5,7 +5,9 @@
 # that the device tool sends): a shared libkompute.so that carries shaderc
 # and SPIRV-Tools statically, the test binaries, the examples and
 # kompute-bench and kompute-llm, stripped. The machine's own libstdc++ is newer than
-# Debian 12's, so the C++ runtime is linked dynamically.
+# Debian 12's, so the C++ runtime is linked dynamically. libkompute links no
+# Vulkan loader (it opens libvulkan.so.1 at run time): the device's comes
+# with .gl (run-on-device.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUNDLE=${1:-.gpu-bundle}

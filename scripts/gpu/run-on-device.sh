@@ -13,6 +13,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
+# libkompute opens the loader at run time (dlopen of libvulkan.so.1), which
+# finds it through the ldconfig cache as the dynamic linker would, and
+# through LD_LIBRARY_PATH where a loader is unpacked elsewhere.
 ldconfig
 if ! ls /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

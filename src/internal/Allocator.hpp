@@ -17,7 +17,7 @@
 #include <mutex>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "kompute/Manager.hpp"
 

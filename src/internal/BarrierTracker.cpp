@@ -293,7 +293,7 @@ EntryBarriers::get(const Device* context, uint32_t family)
     check(cmd.begin(&beginInfo), "Recording a queue's entry barrier");
     vk::MemoryBarrier barrier(kAllWrites, kAllAccess);
     cmd.pipelineBarrier(kAllStages, kAllStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
-    check(vkEndCommandBuffer(cmd), "Recording a queue's entry barrier");
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkEndCommandBuffer(cmd), "Recording a queue's entry barrier");
     mFamilies.push_back(std::move(created));
     return mFamilies.back().commandPool.commandBuffer;
 }

@@ -24,7 +24,7 @@
 #include <mutex>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Owners.hpp"
 #include "kompute/Sequence.hpp"

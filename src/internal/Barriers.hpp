@@ -11,7 +11,7 @@
 // to the host.
 #pragma once
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 namespace kp {
 namespace internal {

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 namespace kp {
 

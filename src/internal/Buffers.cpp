@@ -34,7 +34,7 @@ createBuffer(Device& device,
     owner.adoptMemory(device.allocator().allocate(
       requirements, required, preferred, ResourceKind::eLinear, what));
     const Allocation& allocation = owner.allocation();
-    check(vkBindBufferMemory(vkDevice, buffer, allocation.memory, allocation.offset),
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkBindBufferMemory(vkDevice, buffer, allocation.memory, allocation.offset),
           format("Binding memory to the {}", what));
     return owner;
 }

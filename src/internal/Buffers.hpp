@@ -3,7 +3,7 @@
 // tensors (primary, staging and upload buffers) and images (host views).
 #pragma once
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Owners.hpp"
 

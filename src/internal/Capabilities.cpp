@@ -666,7 +666,7 @@ template<typename Function>
 Function
 instanceFunction(vk::Instance instance, const char* name)
 {
-    return reinterpret_cast<Function>(vkGetInstanceProcAddr(static_cast<VkInstance>(instance), name));
+    return reinterpret_cast<Function>(VULKAN_HPP_DEFAULT_DISPATCHER.vkGetInstanceProcAddr(static_cast<VkInstance>(instance), name));
 }
 
 } // namespace
@@ -888,7 +888,7 @@ Capabilities::Capabilities(vk::Instance instance,
     Placement placement(mApiVersion, mAvailableExtensions);
     FeatureChain queried;
     queried.link(placement.linked());
-    vkGetPhysicalDeviceFeatures2(physicalDevice, queried.head());
+    VULKAN_HPP_DEFAULT_DISPATCHER.vkGetPhysicalDeviceFeatures2(physicalDevice, queried.head());
     for (size_t r = 0; r < kRowCount; ++r) {
         const Row& row = kRows[r];
         if (row.extension != nullptr) {
@@ -947,7 +947,7 @@ Capabilities::Capabilities(vk::Instance instance,
         chain(coop2, hasCoop2);
         chain(sm, hasSM);
         properties2.pNext = next;
-        vkGetPhysicalDeviceProperties2(physicalDevice, &properties2);
+        VULKAN_HPP_DEFAULT_DISPATCHER.vkGetPhysicalDeviceProperties2(physicalDevice, &properties2);
     }
 
     DeviceCapabilities& q = mQueried;
@@ -1262,14 +1262,26 @@ Capabilities::applyDisableList(const char* list)
                         names);
             continue;
         }
-        addUnique(mDisabledGroups, name);
-        for (size_t r = 0; r < kRowCount; ++r) {
-            if (inGroup(kRows[r], name)) {
-                mDisabled[r] = true;
-            }
-        }
+        disableGroup(name);
+    }
+    // A Vulkan 1.1 loader exports no timeline-semaphore commands, which
+    // Kompute calls by their core names.
+    if (vulkanCommands.vkGetSemaphoreCounterValue == nullptr ||
+        vulkanCommands.vkWaitSemaphores == nullptr) {
+        disableGroup("timeline-semaphore");
     }
     updateView();
+}
+
+void
+Capabilities::disableGroup(const std::string& name)
+{
+    addUnique(mDisabledGroups, name);
+    for (size_t r = 0; r < kRowCount; ++r) {
+        if (inGroup(kRows[r], name)) {
+            mDisabled[r] = true;
+        }
+    }
 }
 
 Capabilities::DeviceCreateInfo

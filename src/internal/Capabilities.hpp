@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/VulkanExtensions.hpp"
 #include "kompute/Capabilities.hpp"
@@ -135,7 +135,8 @@ class Capabilities
                const vk::PhysicalDeviceFeatures2* features);
     /** Turns off the rows of the comma-separated groups in `list` (the
      * value of KOMPUTE_ENV_DISABLE; null or empty: nothing). Unknown names
-     * are reported with a warning listing the known ones. */
+     * are reported with a warning listing the known ones. Timeline
+     * semaphores are turned off too where the loader lacks their commands. */
     void applyDisableList(const char* list);
 
     struct DeviceCreateInfo
@@ -169,6 +170,8 @@ class Capabilities
 
   private:
     void updateView();
+    /** Turns off the rows of one KOMPUTE_ENV_DISABLE group. */
+    void disableGroup(const std::string& name);
     /** Row `r` is enabled, supported, not disabled, and so is what it needs. */
     bool effective(size_t r) const;
     /** Why row `index` is not enabled, for error messages. */

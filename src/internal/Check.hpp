@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "kompute/Errors.hpp"
 

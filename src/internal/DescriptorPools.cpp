@@ -103,7 +103,7 @@ DescriptorPools::free(DescriptorSetAllocation& allocation)
         mDedicatedPools.erase(dedicated); // the set goes with its pool
     } else {
         VkDescriptorSet set = allocation.set;
-        VkResult result = vkFreeDescriptorSets(mDevice, allocation.pool, 1, &set);
+        VkResult result = VULKAN_HPP_DEFAULT_DISPATCHER.vkFreeDescriptorSets(mDevice, allocation.pool, 1, &set);
         if (result != VK_SUCCESS) {
             KP_LOG_WARN("Freeing a descriptor set failed: {}",
                         vk::to_string(static_cast<vk::Result>(result)));

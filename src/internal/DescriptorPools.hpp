@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Owners.hpp"
 

@@ -117,7 +117,7 @@ Device::waitIdle()
     for (auto& queue : mQueues) {
         locks.emplace_back(queue->mutex);
     }
-    VkResult result = vkDeviceWaitIdle(mHandles.device);
+    VkResult result = VULKAN_HPP_DEFAULT_DISPATCHER.vkDeviceWaitIdle(mHandles.device);
     if (result != VK_SUCCESS) {
         KP_LOG_ERROR("Waiting for the device before destroying it failed: {}",
                      vk::to_string(static_cast<vk::Result>(result)));
@@ -153,8 +153,8 @@ class Device::RetiredSequence : public Device::Retired
         }
         vk::Device device = liveDevice(&mDevice);
         VkFence fence = mResources.fence.get();
-        VkResult result = timeoutNs == 0 ? vkGetFenceStatus(device, fence)
-                                         : vkWaitForFences(device, 1, &fence, VK_TRUE, timeoutNs);
+        VkResult result = timeoutNs == 0 ? VULKAN_HPP_DEFAULT_DISPATCHER.vkGetFenceStatus(device, fence)
+                                         : VULKAN_HPP_DEFAULT_DISPATCHER.vkWaitForFences(device, 1, &fence, VK_TRUE, timeoutNs);
         if (result == VK_NOT_READY || result == VK_TIMEOUT) {
             return false;
         }
@@ -193,7 +193,7 @@ Device::pollTracks()
             continue;
         }
         uint64_t value = 0;
-        if (vkGetSemaphoreCounterValue(device, track->semaphore, &value) == VK_SUCCESS &&
+        if (VULKAN_HPP_DEFAULT_DISPATCHER.vkGetSemaphoreCounterValue(device, track->semaphore, &value) == VK_SUCCESS &&
             value > track->completed.load(std::memory_order_relaxed)) {
             track->completed.store(value, std::memory_order_release);
         }
@@ -384,7 +384,7 @@ Device::submitInSteps(uint32_t steps,
             }
             if (busy) {
                 std::lock_guard<std::mutex> queueLock(queue.mutex);
-                vkQueueWaitIdle(queue.handle);
+                VULKAN_HPP_DEFAULT_DISPATCHER.vkQueueWaitIdle(queue.handle);
                 for (int64_t step : inFlight) {
                     if (step >= 0) {
                         queue.unobservedSubmissions.fetch_sub(1);
@@ -415,7 +415,7 @@ Device::submitInSteps(uint32_t steps,
         vk::CommandBufferBeginInfo beginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit);
         check(cmd.begin(&beginInfo), "Beginning a one-time command buffer");
         record(step, cmd);
-        check(vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
+        check(VULKAN_HPP_DEFAULT_DISPATCHER.vkEndCommandBuffer(cmd), "Ending a one-time command buffer");
         check(device.resetFences(1, mOneTimeFences[slot].address()), "Resetting a one-time fence");
         vk::SubmitInfo submitInfo(0, nullptr, nullptr, 1, &cmd);
         {
@@ -498,7 +498,7 @@ Device::recycleSequenceResources(SequenceResources&& resources)
 {
     if (isAlive() && liveDevice(this)) {
         // The work is complete, so the pool can be reset for the next user.
-        VkResult reset = vkResetCommandPool(mHandles.device, resources.commandPool.pool.get(), 0);
+        VkResult reset = VULKAN_HPP_DEFAULT_DISPATCHER.vkResetCommandPool(mHandles.device, resources.commandPool.pool.get(), 0);
         std::lock_guard<std::mutex> lock(mSequenceCacheMutex);
         if (reset == VK_SUCCESS && mSequenceCache.size() < kSequenceCacheSize) {
             mSequenceCache.push_back(std::move(resources));
@@ -631,7 +631,7 @@ Device::loadPipelineCache(const std::string& path)
     PipelineCacheOwner loaded(this, created);
     vk::PipelineCache target = pipelineCache();
     VkPipelineCache source = loaded.get();
-    check(vkMergePipelineCaches(mHandles.device, target, 1, &source),
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkMergePipelineCaches(mHandles.device, target, 1, &source),
           "Merging the pipeline cache from '" + path + "'");
     return true;
 }
@@ -642,10 +642,10 @@ Device::savePipelineCache(const std::string& path)
     checkAlive("Saving the pipeline cache");
     vk::PipelineCache cache = pipelineCache();
     size_t size = 0;
-    check(vkGetPipelineCacheData(mHandles.device, cache, &size, nullptr),
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkGetPipelineCacheData(mHandles.device, cache, &size, nullptr),
           "Reading the pipeline cache size");
     std::vector<char> data(size);
-    check(vkGetPipelineCacheData(mHandles.device, cache, &size, data.data()),
+    check(VULKAN_HPP_DEFAULT_DISPATCHER.vkGetPipelineCacheData(mHandles.device, cache, &size, data.data()),
           "Reading the pipeline cache");
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file.write(data.data(), static_cast<std::streamsize>(size));

@@ -23,7 +23,7 @@
 #include <tuple>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Allocator.hpp"
 #include "internal/BarrierTracker.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "kompute/DeviceInfo.hpp"
 

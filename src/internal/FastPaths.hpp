@@ -9,7 +9,7 @@
 // what runs.
 #pragma once
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "kompute/Capabilities.hpp"
 #include "kompute/DeviceInfo.hpp"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 namespace kp {
 namespace internal {

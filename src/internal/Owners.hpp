@@ -13,7 +13,7 @@
 
 #include <utility>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Allocator.hpp"
 
@@ -42,14 +42,14 @@ inline void destroyHandle(vk::Device d, vk::CommandPool h) { d.destroyCommandPoo
 inline void
 destroyHandle(vk::Device d, vk::Fence h)
 {
-    (void)vkGetFenceStatus(d, h);
+    (void)VULKAN_HPP_DEFAULT_DISPATCHER.vkGetFenceStatus(d, h);
     d.destroyFence(h);
 }
 inline void
 destroyHandle(vk::Device d, vk::Semaphore h)
 {
     uint64_t value = 0;
-    (void)vkGetSemaphoreCounterValue(d, h, &value);
+    (void)VULKAN_HPP_DEFAULT_DISPATCHER.vkGetSemaphoreCounterValue(d, h, &value);
     d.destroySemaphore(h);
 }
 inline void destroyHandle(vk::Device d, vk::QueryPool h) { d.destroyQueryPool(h); }

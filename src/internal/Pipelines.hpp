@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Owners.hpp"
 #include "internal/SpirvReflection.hpp"

@@ -10,7 +10,7 @@
 // engines that keep up, and a dispatch costs a bound pipeline.
 #pragma once
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "internal/Owners.hpp"
 

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 #include "kompute/Core.hpp"
 #include "kompute/Sequence.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <vulkan/vulkan.hpp>
+#include "kompute/Vulkan.hpp"
 
 namespace kp {
 namespace kernels {

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <mutex>
 
+// The storage of the suites' Vulkan-Hpp default dispatcher (the test targets
+// build with VULKAN_HPP_DISPATCH_LOADER_DYNAMIC=1; main() fills it).
+VULKAN_HPP_DEFAULT_DISPATCH_LOADER_DYNAMIC_STORAGE
+
 namespace kp_test {
 
 namespace {
@@ -266,11 +270,14 @@ RawVulkanDevice::RawVulkanDevice(const VkPhysicalDeviceFeatures2* features,
     instanceInfo.enabledExtensionCount = 1;
     instanceInfo.ppEnabledExtensionNames = extensions;
     VkInstance rawInstance = VK_NULL_HANDLE;
-    checkResult(vkCreateInstance(&instanceInfo, nullptr, &rawInstance), "Creating an instance");
+    // Through the suite's dispatcher (filled from the loader Kompute opened),
+    // as a program that links no libvulkan makes its Vulkan calls.
+    checkResult(VULKAN_HPP_DEFAULT_DISPATCHER.vkCreateInstance(&instanceInfo, nullptr, &rawInstance),
+                "Creating an instance");
     instance = std::make_shared<vk::Instance>(rawInstance);
 
     auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-      vkGetInstanceProcAddr(rawInstance, "vkCreateDebugUtilsMessengerEXT"));
+      instance->getProcAddr("vkCreateDebugUtilsMessengerEXT"));
     VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
     messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
     messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -299,7 +306,7 @@ RawVulkanDevice::~RawVulkanDevice()
 {
     device->destroy();
     auto destroyMessenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-      vkGetInstanceProcAddr(static_cast<VkInstance>(*instance), "vkDestroyDebugUtilsMessengerEXT"));
+      instance->getProcAddr("vkDestroyDebugUtilsMessengerEXT"));
     destroyMessenger(static_cast<VkInstance>(*instance), mMessenger, nullptr);
     instance->destroy();
 }
@@ -337,6 +344,31 @@ std::vector<uint8_t>
 hostBytes(const std::shared_ptr<kp::Tensor>& tensor)
 {
     return tensor->vector<uint8_t>();
+}
+
+// --- FillOp -------------------------------------------------------------------
+
+FillOp::FillOp(std::shared_ptr<kp::Tensor> tensor,
+               uint32_t pattern,
+               const vk::DispatchLoaderDynamic* dispatcher)
+  : mTensor(std::move(tensor))
+  , mPattern(pattern)
+  , mDispatcher(dispatcher != nullptr ? dispatcher : &VULKAN_HPP_DEFAULT_DISPATCHER)
+{
+}
+
+void
+FillOp::record(const vk::CommandBuffer& commandBuffer)
+{
+    // Order the fill after earlier transfers that touched the buffer.
+    mTensor->recordPrimaryMemoryBarrier(commandBuffer,
+                                        vk::AccessFlagBits::eTransferRead |
+                                          vk::AccessFlagBits::eTransferWrite,
+                                        vk::AccessFlagBits::eTransferWrite,
+                                        vk::PipelineStageFlagBits::eTransfer,
+                                        vk::PipelineStageFlagBits::eTransfer);
+    commandBuffer.fillBuffer(
+      *mTensor->getPrimaryBuffer(), 0, VK_WHOLE_SIZE, mPattern, *mDispatcher);
 }
 
 // --- RawDeviceCopy ------------------------------------------------------------
@@ -421,6 +453,15 @@ main(int argc, char** argv)
     kp_test::ensureListed("VK_LAYER_ENABLES", kp_test::kSyncValidation, ":");
 
     ::testing::InitGoogleTest(&argc, argv);
+
+    // The suites' own vk:: calls go through Vulkan-Hpp's default dispatcher
+    // (defined above), filled from the loader Kompute opens, so that the test
+    // binaries link no libvulkan, as Kompute's users need not. Without a
+    // loader (test_loader's cases) it stays empty.
+    try {
+        kp::loadVulkanDispatcher(VULKAN_HPP_DEFAULT_DISPATCHER);
+    } catch (const kp::VulkanLoaderError&) {
+    }
 
     kp_test::installTestLogSink();
     // Validation errors are logged at Error level: they must not be filtered.

@@ -434,6 +434,29 @@ class RawDeviceCopy : public kp::OpBase
     bool mBarrier;
 };
 
+/**
+ * A user-written operation that fills a tensor's device buffer with a
+ * 32-bit pattern (vkCmdFillBuffer): data produced on the device. The fill
+ * goes through `dispatcher` where one is given (it must outlive the
+ * operation), else through the suite's default dispatcher.
+ */
+class FillOp : public kp::OpBase
+{
+  public:
+    FillOp(std::shared_ptr<kp::Tensor> tensor,
+           uint32_t pattern,
+           const vk::DispatchLoaderDynamic* dispatcher = nullptr);
+
+    void record(const vk::CommandBuffer& commandBuffer) override;
+    void preEval(const vk::CommandBuffer&) override {}
+    void postEval(const vk::CommandBuffer&) override {}
+
+  private:
+    std::shared_ptr<kp::Tensor> mTensor;
+    uint32_t mPattern;
+    const vk::DispatchLoaderDynamic* mDispatcher;
+};
+
 } // namespace kp_test
 
 namespace kp {

@@ -1,0 +1,12 @@
+# The Vulkan headers (with Vulkan-Hpp): all of Vulkan that Kompute needs to
+# build. The loader is opened at run time (src/internal/VulkanLoader.cpp), so
+# nothing links libvulkan. Vulkan-Headers' own CMake package comes first
+# (Debian's libvulkan-dev has it; an SDK or a cross-compiling sysroot may have
+# only the headers), then FindVulkan, whose Vulkan::Headers needs the loader
+# library too. Used by Kompute's build and by its installed package.
+if(NOT TARGET Vulkan::Headers)
+    find_package(VulkanHeaders 1.1 CONFIG QUIET)
+endif()
+if(NOT TARGET Vulkan::Headers)
+    find_package(Vulkan 1.1 REQUIRED)
+endif()

@@ -32,9 +32,10 @@ const vk::BufferUsageFlags kStagingUsage = vk::BufferUsageFlagBits::eTransferSrc
 
 const vk::ImageSubresourceRange kWholeImage(vk::ImageAspectFlagBits::eColor, 0, 1, 0, 1);
 
-// The image's memory, as for tensors (API.md 2.1). The host never maps it
-// (the host view is a staging buffer), but the memory type keeps its meaning
-// for the device: eHost and eDeviceAndHost images live in host-visible memory.
+// The image's memory, as for tensors (the README's "Memory types"). The host
+// never maps it (the host view is a staging buffer), but the memory type
+// keeps its meaning for the device: eHost and eDeviceAndHost images live in
+// host-visible memory.
 struct MemoryPlan
 {
     vk::MemoryPropertyFlags required;

@@ -34,10 +34,11 @@ struct BufferPlan
 };
 
 // Which memory the primary buffer lives in, and whether a staging twin is
-// needed for the host view (API.md 2.1). An eDevice tensor has one on every
-// device, unified-memory ones included: its host view is distinct from its
-// device memory everywhere, as upstream, so programs compute the same on
-// every device. eHost and eDeviceAndHost are the zero-copy types.
+// needed for the host view (the README's "Memory types"). An eDevice tensor
+// has one on every device, unified-memory ones included: its host view is
+// distinct from its device memory everywhere, as upstream, so programs
+// compute the same on every device. eHost and eDeviceAndHost are the
+// zero-copy types.
 BufferPlan
 planPrimary(Memory::MemoryTypes memoryType)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Descriptions of Vulkan devices (ours): what kompute-info prints and what
+// Descriptions of Vulkan devices: what kompute-info prints and what
 // the Python module's Manager.get_device_properties() returns, made by one
 // function so that both always carry the same fields.
 #pragma once
@@ -13,14 +13,21 @@
 namespace kp {
 
 /** A JSON value: null, bool, integer, number, string, array or object
- * (whose members keep the order they were set in). */
+ * (whose members keep the order they were set in). What describeDevice()
+ * returns; a plain value type with no JSON parser (toJson() writes it). */
 class JsonValue
 {
   public:
+    /** The elements of an array. */
     using Array = std::vector<JsonValue>;
+    /** The members of an object, in the order they were set. */
     using Object = std::vector<std::pair<std::string, JsonValue>>;
 
+    /** Null. */
     JsonValue() = default;
+    /** A value of the argument's kind: signed integers are held as int64,
+     * unsigned ones as uint64, text as a string. */
+    ///@{
     JsonValue(bool value) : mValue(value) {}
     JsonValue(int value) : mValue(static_cast<int64_t>(value)) {}
     JsonValue(int64_t value) : mValue(value) {}
@@ -31,10 +38,16 @@ class JsonValue
     JsonValue(std::string value) : mValue(std::move(value)) {}
     JsonValue(Array value) : mValue(std::move(value)) {}
     JsonValue(Object value) : mValue(std::move(value)) {}
+    ///@}
 
+    /** An empty array. */
     static JsonValue array() { return JsonValue(Array{}); }
+    /** An empty object. */
     static JsonValue object() { return JsonValue(Object{}); }
 
+    /** Whether the value is of that kind (isInt: a signed integer,
+     * isUnsigned: an unsigned one, isDouble: a floating-point number). */
+    ///@{
     bool isNull() const { return std::holds_alternative<std::monostate>(mValue); }
     bool isBool() const { return std::holds_alternative<bool>(mValue); }
     bool isInt() const { return std::holds_alternative<int64_t>(mValue); }
@@ -43,14 +56,21 @@ class JsonValue
     bool isString() const { return std::holds_alternative<std::string>(mValue); }
     bool isArray() const { return std::holds_alternative<Array>(mValue); }
     bool isObject() const { return std::holds_alternative<Object>(mValue); }
+    ///@}
 
     /** The value; throws kp::Error if it holds another kind. */
     bool asBool() const;
-    int64_t asInt() const;        ///< also for unsigned values that fit
-    uint64_t asUnsigned() const;  ///< also for non-negative integers
-    double asDouble() const;      ///< also for integers
+    /** The value; also for unsigned values that fit; kp::Error otherwise. */
+    int64_t asInt() const;
+    /** The value; also for non-negative signed ones; kp::Error otherwise. */
+    uint64_t asUnsigned() const;
+    /** The value; also for integers; kp::Error otherwise. */
+    double asDouble() const;
+    /** The string; throws kp::Error for another kind. */
     const std::string& asString() const;
+    /** The elements of an array; throws kp::Error for another kind. */
     const Array& items() const;
+    /** The members of an object; throws kp::Error for another kind. */
     const Object& members() const;
 
     /** Appends to an array. */

@@ -10,7 +10,9 @@
 
 namespace kp {
 
-/** Any error raised by Kompute: misuse, bad input, or a failed Vulkan call. */
+/** Any error raised by Kompute: misuse, bad input, or a failed Vulkan call.
+ * A std::runtime_error, as upstream's errors are; what() says what was
+ * wrong. */
 class Error : public std::runtime_error
 {
   public:
@@ -22,16 +24,21 @@ class Error : public std::runtime_error
 class VulkanError : public Error
 {
   public:
+    /** "`action` failed: VK_ERROR_...", with a hint for out-of-memory and
+     * device loss. */
     VulkanError(vk::Result result, const std::string& action);
+    /** The VkResult the call returned. */
     vk::Result result() const noexcept { return mResult; }
     /** "VK_ERROR_OUT_OF_DEVICE_MEMORY": the name in the specification. */
     static std::string resultName(vk::Result result);
 
   protected:
-    /** For errors found before the driver is called: `message` as it is. */
+    /** Tag of the constructor below. */
     struct Verbatim
     {
     };
+    /** For errors found before the driver is called: `message` as it is,
+     * with `result` as the code the driver would have returned. */
     VulkanError(vk::Result result, const std::string& message, Verbatim);
 
   private:
@@ -40,8 +47,9 @@ class VulkanError : public Error
 
 /** Device or host memory ran out (VK_ERROR_OUT_OF_DEVICE_MEMORY or
  * VK_ERROR_OUT_OF_HOST_MEMORY), or an allocation is larger than its memory
- * heap or maxMemoryAllocationSize, which Kompute refuses before the driver
- * sees it (ours). */
+ * heap, than what the heap has left of this Manager's allocations, or than
+ * maxMemoryAllocationSize, which Kompute refuses before the driver sees
+ * it. */
 class OutOfMemoryError : public VulkanError
 {
   public:
@@ -58,7 +66,7 @@ class OutOfMemoryError : public VulkanError
 };
 
 /** The device was lost (VK_ERROR_DEVICE_LOST): a shader may have faulted
- * or run too long. The Manager must be destroyed and created again (ours). */
+ * or run too long. The Manager must be destroyed and created again. */
 class DeviceLostError : public VulkanError
 {
   public:
@@ -67,7 +75,8 @@ class DeviceLostError : public VulkanError
 
 /** Throws the VulkanError for `result` failing at `action`: an
  * OutOfMemoryError or DeviceLostError where the result is one of theirs
- * (ours; what every checked Vulkan call of Kompute throws). */
+ * (what every checked Vulkan call of Kompute throws; for custom operations
+ * and host Vulkan code that want the same errors). */
 [[noreturn]] void
 throwVulkanError(vk::Result result, const std::string& action);
 

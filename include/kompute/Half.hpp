@@ -11,15 +11,24 @@
 
 namespace kp {
 
+/** An IEEE 754 binary16 value (1 sign bit, 5 exponent bits, 10 mantissa
+ * bits) stored in 16 bits: the element type of eHalf tensors, converted to
+ * and from float on the host. A trivially copyable value type with the
+ * layout shaders' float16_t has, so a std::vector<float16_t> is the
+ * tensor's bytes. Comparison converts to float (so +0 == -0 and NaN != NaN). */
 struct float16_t
 {
+    /** The raw binary16 bits. */
     uint16_t bits = 0;
 
+    /** Zero. */
     constexpr float16_t() = default;
     /** Rounds to nearest even; overflow gives infinity, NaN stays NaN. */
     float16_t(float value) : bits(fromFloat(value)) {}
+    /** The exact float value (every binary16 value is a float). */
     operator float() const { return toFloat(bits); }
 
+    /** The value whose bits are `raw`. */
     static constexpr float16_t fromBits(uint16_t raw)
     {
         float16_t h;
@@ -27,6 +36,8 @@ struct float16_t
         return h;
     }
 
+    /** The binary16 bits nearest to `value` (round to nearest even,
+     * subnormals included; overflow gives infinity, NaN a quiet NaN). */
     static uint16_t fromFloat(float value)
     {
         uint32_t f;
@@ -64,6 +75,7 @@ struct float16_t
         return static_cast<uint16_t>(half);
     }
 
+    /** The float value of binary16 bits `h` (exact). */
     static float toFloat(uint16_t h)
     {
         uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -95,34 +107,42 @@ struct float16_t
 
 static_assert(sizeof(float16_t) == 2, "float16_t must be 16 bits");
 
+/** Equality of the values as floats (+0 == -0; NaN equals nothing). */
 inline bool
 operator==(float16_t a, float16_t b)
 {
     return static_cast<float>(a) == static_cast<float>(b);
 }
+/** Inequality of the values as floats. */
 inline bool
 operator!=(float16_t a, float16_t b)
 {
     return !(a == b);
 }
+/** Writes the value as a float. */
 inline std::ostream&
 operator<<(std::ostream& out, float16_t value)
 {
     return out << static_cast<float>(value);
 }
 
-/** bfloat16: 1 sign bit, 8 exponent bits and 7 mantissa bits, i.e. a float
+/** bfloat16: 1 sign bit, 8 exponent bits and 7 mantissa bits: a float
  * with the lower 16 bits of its mantissa dropped. Same range as float, about
- * 3 significant decimal digits (ours). */
+ * 3 significant decimal digits. The element type of eBFloat16 tensors; a
+ * trivially copyable value type of 16 bits, like float16_t. */
 struct bfloat16_t
 {
+    /** The raw bits: the upper half of the float's bits. */
     uint16_t bits = 0;
 
+    /** Zero. */
     constexpr bfloat16_t() = default;
     /** Rounds to nearest even; NaN stays a (quiet) NaN. */
     bfloat16_t(float value) : bits(fromFloat(value)) {}
+    /** The exact float value. */
     operator float() const { return toFloat(bits); }
 
+    /** The value whose bits are `raw`. */
     static constexpr bfloat16_t fromBits(uint16_t raw)
     {
         bfloat16_t b;
@@ -130,6 +150,9 @@ struct bfloat16_t
         return b;
     }
 
+    /** The bfloat16 bits nearest to `value` (round to nearest even; a value
+     * that rounds past the largest finite one gives infinity; NaN keeps its
+     * sign and becomes quiet). */
     static uint16_t fromFloat(float value)
     {
         uint32_t f;
@@ -143,6 +166,7 @@ struct bfloat16_t
         return static_cast<uint16_t>(f >> 16);
     }
 
+    /** The float value of bfloat16 bits `b` (exact). */
     static float toFloat(uint16_t b)
     {
         uint32_t f = static_cast<uint32_t>(b) << 16;
@@ -154,16 +178,19 @@ struct bfloat16_t
 
 static_assert(sizeof(bfloat16_t) == 2, "bfloat16_t must be 16 bits");
 
+/** Equality of the values as floats (+0 == -0; NaN equals nothing). */
 inline bool
 operator==(bfloat16_t a, bfloat16_t b)
 {
     return static_cast<float>(a) == static_cast<float>(b);
 }
+/** Inequality of the values as floats. */
 inline bool
 operator!=(bfloat16_t a, bfloat16_t b)
 {
     return !(a == b);
 }
+/** Writes the value as a float. */
 inline std::ostream&
 operator<<(std::ostream& out, bfloat16_t value)
 {

@@ -30,52 +30,91 @@ std::shared_ptr<Device>
 deviceOf(const Memory& memory);
 }
 
+/**
+ * The common base of kp::Tensor (a buffer) and kp::Image: size() elements
+ * of one data type on the device, in one of four memory types, and the host
+ * view through which the program reads and writes them (data(), vector(),
+ * setData()).
+ *
+ * Memory objects are made by a kp::Manager (Manager::tensor(),
+ * Manager::tensorT(), Manager::image(), Manager::imageT()) and handed out
+ * as std::shared_ptr. Each owns its Vulkan buffer or image and their
+ * memory, and keeps its Manager's device alive. destroy(), or dropping the
+ * last reference, hands them to the device, which frees them once the work
+ * in flight that may use them has completed: it never waits. Afterwards the
+ * object is inert and every use throws kp::DestroyedError. See
+ * @ref readme_lifetimes.
+ *
+ * Thread safety: a memory object may be dropped or destroyed on any thread,
+ * also while its Manager is being destroyed on another; otherwise it is not
+ * synchronised. The host view is plain memory: do not write it while a
+ * submitted sequence reads it, nor read it before a sequence that writes it
+ * has completed.
+ */
 class Memory
 {
   public:
-    /** Where the memory lives and how the host reaches it (API.md 2.1). */
+    /** Where the memory lives and how the host reaches it. Each type
+     * behaves the same on discrete and on unified-memory devices; the
+     * table of @ref readme_memory_types says what each is on both. */
     enum class MemoryTypes
     {
-        eDevice = 0,        ///< device-local; host view through staging
-        eHost = 1,          ///< host-visible, coherent; no sync ops needed
-        eStorage = 2,       ///< device-local, no host view at all
-        eDeviceAndHost = 3, ///< device-local and host-visible (UMA, BAR)
+        /** Device-local memory; the host view is a staging copy of its own,
+         * on every device, moved only by OpSyncDevice / OpSyncLocal (and
+         * OpCopy into the object). The default. */
+        eDevice = 0,
+        /** Host-visible, coherent memory that shaders use directly: the host
+         * view is the memory itself, no sync operation is needed. */
+        eHost = 1,
+        /** Device-local memory without a host view (rawData() is null,
+         * vector() throws): for data only the device touches. */
+        eStorage = 2,
+        /** Memory that is both device-local and host-visible (unified
+         * memory, a resizable-BAR window): the host view is the memory
+         * itself. Creation throws where the device has no such memory. */
+        eDeviceAndHost = 3,
     };
 
-    /** Element type. Values 0-9 are upstream's; 10-13 are ours. */
+    /** Element type of a memory object. Values 0 to 9 are upstream
+     * Kompute's and keep its numbers; 10 to 13 follow them (see
+     * @ref compatibility). */
     enum class DataTypes
     {
-        eBool = 0,
-        eInt = 1,
-        eUnsignedInt = 2,
-        eFloat = 3,
-        eDouble = 4,
-        eCustom = 5,
-        eShort = 6,
-        eUnsignedShort = 7,
-        eChar = 8,
-        eUnsignedChar = 9,
-        eLong = 10,         ///< int64_t (ours)
-        eUnsignedLong = 11, ///< uint64_t (ours)
-        eHalf = 12,         ///< kp::float16_t (ours)
-        eBFloat16 = 13,     ///< kp::bfloat16_t (ours)
+        eBool = 0,          ///< bool, one byte per element
+        eInt = 1,           ///< int32_t
+        eUnsignedInt = 2,   ///< uint32_t
+        eFloat = 3,         ///< float (32-bit)
+        eDouble = 4,        ///< double (64-bit float)
+        eCustom = 5,        ///< elements of a size the caller gives (raw bytes)
+        eShort = 6,         ///< int16_t
+        eUnsignedShort = 7, ///< uint16_t
+        eChar = 8,          ///< int8_t
+        eUnsignedChar = 9,  ///< uint8_t
+        eLong = 10,         ///< int64_t
+        eUnsignedLong = 11, ///< uint64_t
+        eHalf = 12,         ///< kp::float16_t (IEEE 754 binary16)
+        eBFloat16 = 13,     ///< kp::bfloat16_t
     };
 
     /** Runtime discriminator returned by type(). */
     enum class Type
     {
-        eTensor = 0,
-        eImage = 1,
+        eTensor = 0, ///< a kp::Tensor
+        eImage = 1,  ///< a kp::Image
     };
 
+    /** The enumerator's name, for example "eDevice" ("unknown" for a value
+     * outside the enumeration). */
     static std::string toString(MemoryTypes memoryType);
+    /** The enumerator's name, for example "eFloat" ("unknown" for a value
+     * outside the enumeration). */
     static std::string toString(DataTypes dataType);
 
     /** Bytes per element of a data type (0 for eCustom: caller-given). */
     static uint32_t dataTypeMemorySize(DataTypes dataType);
 
-    /** Whether dataType<T>() exists, i.e. T is the element type of one of
-     * the DataTypes (ours). */
+    /** Whether dataType<T>() exists: whether T is the element type of one of
+     * the DataTypes. */
     template<typename T>
     static constexpr bool hasDataType()
     {
@@ -88,7 +127,9 @@ class Memory
                std::is_same_v<T, bfloat16_t>;
     }
 
-    /** Compile-time mapping from a C++ element type to its DataTypes. */
+    /** Compile-time mapping from a C++ element type to its DataTypes
+     * (bool, int8/16/32/64_t, uint8/16/32/64_t, float, double,
+     * kp::float16_t, kp::bfloat16_t); any other T fails to compile. */
     template<typename T>
     static constexpr DataTypes dataType()
     {
@@ -109,10 +150,16 @@ class Memory
      * flight that may use it has completed (it does not wait). Afterwards
      * every use throws kp::DestroyedError. */
     virtual void destroy() = 0;
+    /** False once the object was destroyed (by destroy(), or by its
+     * Manager's destroy()); from then on every use throws
+     * kp::DestroyedError. */
     virtual bool isInit() const = 0;
+    /** Whether this is a Tensor or an Image. */
     virtual Type type() = 0;
 
+    /** The memory type chosen at creation. */
     MemoryTypes memoryType() const { return mMemoryType; }
+    /** The element type chosen at creation. */
     DataTypes dataType() const { return mDataType; }
 
     /** Number of elements (width x height x channels for images). */
@@ -121,36 +168,42 @@ class Memory
     uint32_t dataTypeMemorySize() const { return mDataTypeMemorySize; }
     /** size() x dataTypeMemorySize(). */
     uint32_t memorySize() const { return mSize * mDataTypeMemorySize; }
+    /** An image's width in pixels; a tensor's size(). */
     uint32_t getX() const { return mX; }
+    /** An image's height in pixels; 1 for a tensor. */
     uint32_t getY() const { return mY; }
 
     /** True when the host view is the device memory itself (eHost and
-     * eDeviceAndHost, on every device): no staging copy is made and
+     * eDeviceAndHost tensors, on every device): no staging copy is made and
      * OpSyncDevice/OpSyncLocal only add barriers. eDevice views are a copy
-     * of their own everywhere, moved only by the sync operations (ours). */
+     * of their own everywhere, moved only by the sync operations; images
+     * always have a staging copy. */
     bool isHostViewDirect() const { return mHostViewIsPrimary; }
 
     // --- Host view --------------------------------------------------------
 
     /** Pointer to the host view (mapped memory; staging memory for
-     * eDevice). nullptr for eStorage, which has no host view. The
-     * pointer is valid until destroy(). */
+     * eDevice). nullptr for eStorage, which has no host view (with a
+     * warning). The pointer is valid until destroy(); throws
+     * kp::DestroyedError after it. */
     void* rawData();
 
     /**
      * Keeps the memory behind the host view mapped, and unused by other
      * objects, until this object is deleted, even after destroy() or its
-     * Manager's destroy() (ours). For bindings whose views live as long as
+     * Manager's destroy(). For bindings whose views live as long as
      * the object rather than until destroy(), such as the numpy arrays of
      * the Python module: reading such a view after destroy() sees the last
      * host data instead of freed memory. The Vulkan device then stays
-     * until the last such object goes.
+     * until the last such object goes. May be called from any thread.
      */
     void keepHostViewUntilDeleted() { mKeepHostView.store(true); }
 
-    /** Copies `bytes` bytes into the host view; throws if the size is not
-     * memorySize(). Does not touch the device copy of an eDevice object:
-     * record OpSyncDevice for that. */
+    /** Copies `bytes` bytes into the host view; throws kp::Error if the
+     * size is not memorySize() or `data` is null, kp::Error for an eStorage
+     * object (no host view) and kp::DestroyedError after destroy(). Does
+     * not touch the device copy of an eDevice object: record OpSyncDevice
+     * for that. Copies of 16 MiB or more run on several threads. */
     void setData(const void* data, size_t bytes);
 
     /** Typed form: also throws if T is a C++ type of another Kompute data
@@ -173,14 +226,16 @@ class Memory
         }
     }
 
-    /** Typed pointer into the host view (no copy). */
+    /** Typed pointer into the host view (no copy): rawData() cast to T*. */
     template<typename T>
     T* data()
     {
         return static_cast<T*>(rawData());
     }
 
-    /** Copy of the host view, as memorySize() / sizeof(T) elements. */
+    /** Copy of the host view, as memorySize() / sizeof(T) elements. Throws
+     * kp::Error for an eStorage object and kp::DestroyedError after
+     * destroy(). */
     template<typename T>
     std::vector<T> vector()
     {
@@ -190,16 +245,25 @@ class Memory
 
     // --- Recording (used by the operations; public for custom ops) -------
 
-    /** Copies the host view's staging memory into device memory. Records
-     * nothing when the host view is the device memory itself. */
+    /** Records a copy of the host view's staging memory into device
+     * memory. Records nothing when the host view is the device memory
+     * itself. Records no barrier: the caller orders it (a Sequence does,
+     * for the operations it records). Throws kp::DestroyedError after
+     * destroy(). */
     virtual void recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd) = 0;
-    /** Copies device memory into the staging memory behind the host view. */
+    /** Records a copy of device memory into the staging memory behind the
+     * host view (nothing where the host view is the memory itself); no
+     * barrier, as recordCopyFromStagingToDevice(). */
     virtual void recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd) = 0;
+    /** Records a pipeline barrier with these masks on the object's primary
+     * memory (the buffer or image shaders and copies use). */
     virtual void recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
                                             vk::AccessFlags srcAccessMask,
                                             vk::AccessFlags dstAccessMask,
                                             vk::PipelineStageFlags srcStageMask,
                                             vk::PipelineStageFlags dstStageMask) = 0;
+    /** Records a pipeline barrier with these masks on the staging memory
+     * behind the host view; nothing where there is none. */
     virtual void recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
                                             vk::AccessFlags srcAccessMask,
                                             vk::AccessFlags dstAccessMask,
@@ -207,26 +271,35 @@ class Memory
                                             vk::PipelineStageFlags dstStageMask) = 0;
 
     /** Records a device copy from `source` into this object; both must hold
-     * the same data type and element count. */
+     * the same data type and element count (kp::Error otherwise, and
+     * kp::DestroyedError if either was destroyed). No barrier is recorded. */
     void recordCopyFrom(const vk::CommandBuffer& cmd,
                         std::shared_ptr<Memory> source);
 
+    /** A descriptor write that binds this object at `binding` of
+     * `descriptorSet` (a storage buffer, or a storage image in GENERAL
+     * layout). It points into this object: use it before the object's next
+     * call of this function, while the object lives. */
     virtual vk::WriteDescriptorSet constructDescriptorSet(
       vk::DescriptorSet descriptorSet,
       uint32_t binding) = 0;
+    /** eStorageBuffer for tensors, eStorageImage for images. */
     virtual vk::DescriptorType getDescriptorType() = 0;
 
     /** Throws kp::DestroyedError naming `action` if the object is gone. */
     void checkInit(const char* action) const;
 
     /** Notes that a Sequence's batch being recorded on this thread uses the
-     * object's buffer or image (ours). The record methods above do it; a
+     * object's buffer or image. The record methods above do it; a
      * custom operation that records commands on getPrimaryBuffer() or
      * getPrimaryImage() itself calls it too. destroy() then keeps the
      * Vulkan objects until that batch is recorded anew, cleared or
      * destroyed, so the command buffer stays valid. */
     void noteRecorded();
 
+    /// \cond INTERNAL
+    // Not API: Memory's constructor takes the library's internal device
+    // context, so only Tensor and Image derive from it.
   protected:
     // Algorithms bind memory objects and must check they share a device;
     // OpCopy copies tensors with a shader where that is faster.
@@ -276,8 +349,11 @@ class Memory
     std::atomic<bool> mKeepHostView{ false };
     std::shared_ptr<void> mKeptHostView;
     std::unique_ptr<internal::BatchReferences> mRecordedIn;
+    /// \endcond
 };
 
+/// \cond INTERNAL
+// The explicit specialisations of Memory::dataType<T>(), documented there.
 template<>
 constexpr Memory::DataTypes
 Memory::dataType<bool>()
@@ -356,5 +432,6 @@ Memory::dataType<bfloat16_t>()
 {
     return DataTypes::eBFloat16;
 }
+/// \endcond
 
 } // namespace kp

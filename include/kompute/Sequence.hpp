@@ -52,23 +52,36 @@ struct WaitHistory
  * since. eval() with nothing new re-submits the recorded batch as it is,
  * without re-recording, allocating or creating anything.
  *
+ * Made by Manager::sequence() and handed out as std::shared_ptr. A
+ * sequence owns its command pool, command buffer, fence, timeline semaphore
+ * and timestamp query pool, and holds the operations recorded into its
+ * current batch (and, through them, their tensors and algorithms) until the
+ * batch is replaced, cleared or the sequence destroyed. See
+ * @ref readme_queues_asynchronous_work_and_dependencies and
+ * @ref readme_barriers.
+ *
  * One sequence is used by one thread at a time; using it from two threads at
- * once throws kp::Error.
+ * once throws kp::Error. isRunning() and isRecording() may be asked from any
+ * thread, and destroy() waits for a call in progress on another thread.
  */
 class Sequence : public std::enable_shared_from_this<Sequence>
 {
   public:
     /** Standalone sequence on a caller's device and queue (upstream's
-     * constructor). Prefer Manager::sequence. */
+     * constructor). On a Manager's device the queue must be one of that
+     * Manager's (kp::Error otherwise); on another device `queueIndex` is
+     * the queue's family index. Prefer Manager::sequence. */
     Sequence(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
              std::shared_ptr<vk::Device> device,
              std::shared_ptr<vk::Queue> computeQueue,
              uint32_t queueIndex,
              uint32_t totalTimestamps = 0);
+    /// \cond INTERNAL
     /** Used by the Manager: queue `queueIndex` of the device context. */
     Sequence(std::shared_ptr<internal::Device> device,
              uint32_t queueIndex,
              uint32_t totalTimestamps);
+    /// \endcond
     Sequence(const Sequence&) = delete;
     Sequence(Sequence&&) = delete;
     Sequence& operator=(const Sequence&) = delete;
@@ -77,9 +90,14 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     ~Sequence();
 
     /** Records `op` into the batch (starting a new batch after an
-     * evaluation). Throws while the sequence is running. */
+     * evaluation) and returns this sequence, so calls chain. Throws
+     * kp::Error while the sequence is running, for a null operation, and
+     * when the operation's objects belong to another Manager (nothing is
+     * recorded then); kp::DestroyedError for destroyed objects. */
     std::shared_ptr<Sequence> record(std::shared_ptr<OpBase> op);
 
+    /** record(std::make_shared<T>(memObjects, params...)): an operation
+     * over memory objects, for example record<kp::OpSyncDevice>({ a, b }). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> record(std::vector<std::shared_ptr<Memory>> memObjects,
                                      TArgs&&... params)
@@ -87,6 +105,8 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return record(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
     }
 
+    /** record(std::make_shared<T>(algorithm, params...)), e.g.
+     * record<kp::OpAlgoDispatch>(algorithm, pushConstants). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> record(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
     {
@@ -104,11 +124,18 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return record<T>(detail::memoryList(tensors), std::forward<TArgs>(params)...);
     }
 
-    /** Submits the batch and waits for it. */
+    /** Submits the batch and waits for it (as the Manager's WaitStrategy
+     * says), running the operations' preEval before and postEval after.
+     * Re-submitting an unchanged batch records, allocates and creates
+     * nothing. Throws kp::Error while a submission is pending (evalAsync
+     * without evalAwait), kp::DestroyedError when an object of the batch was
+     * destroyed, kp::VulkanError (kp::DeviceLostError, ...) when the device
+     * fails. */
     std::shared_ptr<Sequence> eval();
     /** Clears the batch, records `op` alone, submits and waits. */
     std::shared_ptr<Sequence> eval(std::shared_ptr<OpBase> op);
 
+    /** eval(std::make_shared<T>(memObjects, params...)). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> eval(std::vector<std::shared_ptr<Memory>> memObjects,
                                    TArgs&&... params)
@@ -116,6 +143,7 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return eval(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
     }
 
+    /** eval(std::make_shared<T>(algorithm, params...)). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> eval(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
     {
@@ -136,8 +164,11 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     /** Submits the batch and returns at once; evalAwait() completes it.
      * Throws if the previous submission has not been awaited. */
     std::shared_ptr<Sequence> evalAsync();
+    /** Clears the batch, records `op` alone and submits it, returning at
+     * once. */
     std::shared_ptr<Sequence> evalAsync(std::shared_ptr<OpBase> op);
 
+    /** evalAsync(std::make_shared<T>(memObjects, params...)). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> evalAsync(std::vector<std::shared_ptr<Memory>> memObjects,
                                         TArgs&&... params)
@@ -145,6 +176,7 @@ class Sequence : public std::enable_shared_from_this<Sequence>
         return evalAsync(std::make_shared<T>(memObjects, std::forward<TArgs>(params)...));
     }
 
+    /** evalAsync(std::make_shared<T>(algorithm, params...)). */
     template<typename T, typename... TArgs>
     std::shared_ptr<Sequence> evalAsync(std::shared_ptr<Algorithm> algorithm, TArgs&&... params)
     {
@@ -177,8 +209,14 @@ class Sequence : public std::enable_shared_from_this<Sequence>
     void begin();
     /** Ends recording; the batch can then be evaluated. */
     void end();
+    /** Whether a batch is being recorded (operations can be added to it);
+     * may be asked from any thread. */
     bool isRecording() const;
+    /** Whether a submission is pending: evalAsync() was called and
+     * evalAwait() has not yet seen it complete; may be asked from any
+     * thread. */
     bool isRunning() const;
+    /** False once the sequence or its Manager was destroyed. */
     bool isInit() const;
     /** Records the batch's operations again into a fresh command buffer
      * (after an algorithm was rebuilt, say). */
@@ -195,33 +233,35 @@ class Sequence : public std::enable_shared_from_this<Sequence>
      * requested or no evaluation has completed since the last record. */
     std::vector<std::uint64_t> getTimestamps();
     /** The same, as nanoseconds since the first timestamp, scaled by the
-     * device's timestamp period (ours). */
+     * device's timestamp period. */
     std::vector<double> getTimestampsNs();
 
     /**
      * Makes every later submission of this sequence wait, on the GPU, for
-     * the latest submission of `other` (ours). The dependency stays until
+     * the latest submission of `other`. The dependency stays until
      * clearWaits(). Where the device has timeline semaphores no host wait is
      * involved, even across queues; elsewhere the submission waits on the
      * host for `other` to finish. A sequence that was never submitted is not
      * waited for.
      */
     std::shared_ptr<Sequence> waitFor(const std::shared_ptr<Sequence>& other);
-    /** Drops the dependencies added by waitFor (ours). */
+    /** Drops the dependencies added by waitFor. */
     void clearWaits();
     /** Number of submissions so far; the value this sequence's timeline
-     * semaphore reaches when the latest one completes (ours). */
+     * semaphore reaches when the latest one completes. */
     uint64_t submissionCount() const { return mSubmissions.load(); }
     /** The timeline semaphore signalled by each submission, or null where
-     * the device has no timeline semaphores (ours, for host Vulkan code). */
+     * the device has no timeline semaphores (for host Vulkan code; owned by
+     * the sequence). */
     vk::Semaphore getTimelineSemaphore() const { return mTimeline; }
 
-    /** The command buffer (ours, to interoperate with host Vulkan code). */
+    /** The command buffer (to interoperate with host Vulkan code): owned by
+     * the sequence, re-begun for each new batch, null after destroy(). */
     vk::CommandBuffer getCommandBuffer() const { return mCommandBuffer; }
 
     /**
      * Pipeline barriers the sequence recorded between the operations of
-     * the current batch (ours): one before each operation that reads what
+     * the current batch: one before each operation that reads what
      * an earlier one wrote, or writes what an earlier one read or wrote, and
      * around operations that declare no accesses (see
      * OpBase::declareAccesses). Independent operations need none. Not

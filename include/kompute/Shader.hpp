@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // kp::Shader: getting SPIR-V for an Algorithm, from GLSL source compiled in
-// the process (ours) or from a .spv file.
+// the process or from a .spv file.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,9 @@
 
 namespace kp {
 
+/** Getting SPIR-V for an Algorithm: GLSL compiled in the process (with
+ * shaderc), or a .spv file. Static functions only; all may be called from
+ * any thread. See @ref readme_shaders. */
 class Shader
 {
   public:

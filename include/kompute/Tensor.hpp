@@ -15,6 +15,19 @@ namespace internal {
 class BufferOwner;
 }
 
+/**
+ * A one-dimensional array of size() elements in a Vulkan storage buffer,
+ * bound to shaders as a storage buffer, with a host view (see kp::Memory
+ * for memory types, ownership and thread safety). Made by
+ * Manager::tensor() or Manager::tensorT() (a kp::TensorT, typed), and
+ * handed out as std::shared_ptr.
+ *
+ * An eDevice tensor has a device-local buffer and a host-visible staging
+ * buffer behind its host view; OpSyncDevice and OpSyncLocal (or upload()
+ * and download()) move data between them. eHost and eDeviceAndHost tensors
+ * have one buffer, which is the host view; eStorage tensors have no host
+ * view. Device memory is sub-allocated by the Manager.
+ */
 class Tensor : public Memory
 {
   public:
@@ -24,7 +37,14 @@ class Tensor : public Memory
     using TensorDataTypes [[deprecated("Kompute 0.9.0 name: use kp::Memory::DataTypes")]] = DataTypes;
 
     /** Standalone tensor on a device the caller owns (upstream's
-     * constructor). Prefer Manager::tensor, which sub-allocates memory. */
+     * constructor): `elementTotalCount` elements of `elementMemorySize`
+     * bytes of `dataType`, copied from `data` (null: undefined contents).
+     * On a Manager's device the tensor belongs to that Manager (its
+     * allocator, its destroy()); on another device it gets dedicated
+     * allocations and destroys nothing it was given. Prefer
+     * Manager::tensor. Throws kp::Error for null handles, zero elements, an
+     * element size that does not match `dataType`, or more than 4 GiB, and
+     * kp::OutOfMemoryError when the memory is not there. */
     Tensor(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
            std::shared_ptr<vk::Device> device,
            void* data,
@@ -32,12 +52,14 @@ class Tensor : public Memory
            uint32_t elementMemorySize,
            const DataTypes& dataType,
            const MemoryTypes& memoryType = MemoryTypes::eDevice);
+    /** The same without data: the contents are undefined. */
     Tensor(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
            std::shared_ptr<vk::Device> device,
            uint32_t elementTotalCount,
            uint32_t elementMemorySize,
            const DataTypes& dataType,
            const MemoryTypes& memoryType = MemoryTypes::eDevice);
+    /// \cond INTERNAL
     /** Used by the Manager. `data` may be null (contents undefined). */
     Tensor(std::shared_ptr<internal::Device> device,
            const void* data,
@@ -45,10 +67,13 @@ class Tensor : public Memory
            uint32_t elementMemorySize,
            const DataTypes& dataType,
            const MemoryTypes& memoryType);
+    /// \endcond
+    /** As destroy(); errors are logged, never thrown. */
     ~Tensor() override;
 
     void destroy() override;
     bool isInit() const override;
+    /** Type::eTensor. */
     Type type() override { return Type::eTensor; }
     /** Kompute 0.9.0's name of memoryType() (deprecated). */
     [[deprecated("Kompute 0.9.0 name: use memoryType()")]] MemoryTypes tensorType() const
@@ -58,18 +83,25 @@ class Tensor : public Memory
 
     void recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd) override;
     void recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd) override;
-    /** Range forms (ours): elements [offset, offset + count). */
+    /** Range form of recordCopyFromStagingToDevice(): elements [offset,
+     * offset + count) only. Throws kp::Error unless that is a non-empty
+     * range inside the tensor. */
     void recordCopyFromStagingToDevice(const vk::CommandBuffer& cmd,
                                        uint32_t offset,
                                        uint32_t count);
+    /** Range form of recordCopyFromDeviceToStaging(): elements [offset,
+     * offset + count) only; throws as the other range form. */
     void recordCopyFromDeviceToStaging(const vk::CommandBuffer& cmd,
                                        uint32_t offset,
                                        uint32_t count);
+    /** A buffer memory barrier on the whole primary buffer. */
     void recordPrimaryMemoryBarrier(const vk::CommandBuffer& cmd,
                                     vk::AccessFlags srcAccessMask,
                                     vk::AccessFlags dstAccessMask,
                                     vk::PipelineStageFlags srcStageMask,
                                     vk::PipelineStageFlags dstStageMask) override;
+    /** A buffer memory barrier on the whole staging buffer; nothing for
+     * tensors without one (eHost, eDeviceAndHost, eStorage). */
     void recordStagingMemoryBarrier(const vk::CommandBuffer& cmd,
                                     vk::AccessFlags srcAccessMask,
                                     vk::AccessFlags dstAccessMask,
@@ -77,7 +109,7 @@ class Tensor : public Memory
                                     vk::PipelineStageFlags dstStageMask) override;
 
     /**
-     * setData() followed by an evaluated OpSyncDevice, in one call (ours):
+     * setData() followed by an evaluated OpSyncDevice, in one call:
      * `bytes` (the tensor's size) from `data` reach the host view and the
      * device memory, and the call returns once the device holds them. For
      * a tensor with a staging buffer the copy into it and the transfer to
@@ -85,10 +117,13 @@ class Tensor : public Memory
      * uploads cost the slower of the two rather than their sum. Without a
      * staging buffer it is setData(). Submits on the Manager's queue 0;
      * work already submitted that uses the tensor must have completed.
+     * Throws as setData(), and kp::VulkanError if the submission fails.
      */
     void upload(const void* data, size_t bytes);
     /** An evaluated OpSyncLocal followed by a copy of the host view into
-     * `data`, overlapped the same way (ours). */
+     * `data` (`bytes`: the tensor's size), overlapped the same way as
+     * upload(); returns once `data` holds the device's values. Throws as
+     * upload(). */
     void download(void* data, size_t bytes);
 
     /** Device copy of the whole of `source` (same type and size). */
@@ -101,21 +136,26 @@ class Tensor : public Memory
 
     vk::WriteDescriptorSet constructDescriptorSet(vk::DescriptorSet descriptorSet,
                                                   uint32_t binding) override;
+    /** vk::DescriptorType::eStorageBuffer. */
     vk::DescriptorType getDescriptorType() override
     {
         return vk::DescriptorType::eStorageBuffer;
     }
 
-    /** The buffer shaders see. */
+    /** The buffer shaders see (a handle owned by the tensor: valid until
+     * destroy(); a custom operation that records commands on it calls
+     * noteRecorded()). Throws kp::DestroyedError after destroy(). */
     std::shared_ptr<vk::Buffer> getPrimaryBuffer();
     /** The staging buffer behind the host view, or null when there is none
-     * (ours). */
+     * (every type but eDevice); owned by the tensor as getPrimaryBuffer(). */
     std::shared_ptr<vk::Buffer> getStagingBuffer();
 
+    /// \cond INTERNAL
   protected:
     void recordCopyFromSameSize(const vk::CommandBuffer& cmd,
                                 Memory& source) override;
     const char* kindName() const override { return "Tensor"; }
+    /// \endcond
 
   private:
     void create(const void* data);
@@ -156,11 +196,16 @@ elementBytes(const std::vector<T>& values)
 }
 }
 
-/** A Tensor whose element type is the C++ type T. */
+/** A Tensor whose element type is the C++ type T (one of those
+ * Memory::dataType<T>() maps), with typed access to its host view. Made by
+ * Manager::tensorT<T>() and Manager::tensor() (float). */
 template<typename T>
 class TensorT : public Tensor
 {
   public:
+    /** Upstream's standalone form of the Tensor constructor, typed: the
+     * tensor holds `data`'s elements (see Tensor's constructor for where
+     * it belongs and what throws; more than 2^32-1 elements throw). */
     TensorT(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
             std::shared_ptr<vk::Device> device,
             const std::vector<T>& data,
@@ -174,6 +219,7 @@ class TensorT : public Tensor
                memoryType)
     {
     }
+    /** The same with `size` elements of undefined contents. */
     TensorT(std::shared_ptr<vk::PhysicalDevice> physicalDevice,
             std::shared_ptr<vk::Device> device,
             size_t size,
@@ -186,6 +232,8 @@ class TensorT : public Tensor
                memoryType)
     {
     }
+    /// \cond INTERNAL
+    // Used by the Manager.
     TensorT(std::shared_ptr<internal::Device> device,
             const std::vector<T>& data,
             const MemoryTypes& memoryType)
@@ -208,12 +256,17 @@ class TensorT : public Tensor
                memoryType)
     {
     }
+    /// \endcond
 
-    /** Pointer into the host view. */
+    /** Pointer into the host view (null for eStorage). */
     T* data() { return Memory::data<T>(); }
-    /** Copy of the host view. */
+    /** Copy of the host view (throws for eStorage). */
     std::vector<T> vector() { return Memory::vector<T>(); }
+    /** Element `index` of the host view, unchecked (index < size(); not for
+     * eStorage). */
     T& operator[](size_t index) { return data()[index]; }
+    /** Copies `data` (exactly size() elements, else kp::Error) into the
+     * host view; record OpSyncDevice to send it to the device. */
     void setData(const std::vector<T>& data) { Memory::setData(data); }
     using Memory::setData;
     /** upload() of a vector of size() elements. */
@@ -241,6 +294,7 @@ class TensorT : public Tensor
         }
     }
     using Tensor::download;
+    /** Memory::dataType<T>(). */
     DataTypes dataType() const { return Memory::dataType<T>(); }
 
   private:

@@ -11,7 +11,7 @@ import kp
 
 from conftest import REPO_ROOT
 
-# Upstream Kompute's Python names (API.md section 4.1), plus OpMemoryBarrier.
+# Upstream Kompute's Python names (its python/src/main.cpp), plus OpMemoryBarrier.
 UPSTREAM_CLASSES = [
     "Manager", "Sequence", "Memory", "Tensor", "Algorithm", "OpBase", "OpSyncDevice",
     "OpSyncLocal", "OpCopy", "OpAlgoDispatch", "OpMult", "OpMemoryBarrier", "DataTypes",

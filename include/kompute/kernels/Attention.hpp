@@ -9,6 +9,7 @@
 
 namespace kp {
 
+/** Which kernel OpAttention runs. */
 enum class AttentionPath
 {
     eAuto = 0,    ///< eDecode for up to 4 query rows, ePrefill above
@@ -17,6 +18,7 @@ enum class AttentionPath
 };
 
 /**
+ * Shape, layout and options of OpAttention. It computes
  * out[r, h, :] = sum_p softmax_p(scale * q[r, h, :] . K[p, h / G, :]) V[p, h / G, :]
  * with G = heads / kvHeads (grouped-query attention).
  *
@@ -45,20 +47,20 @@ enum class AttentionPath
 struct AttentionParams
 {
     uint32_t rows = 1; ///< query tokens
-    uint32_t heads = 1;
+    uint32_t heads = 1; ///< query heads
     uint32_t kvHeads = 1; ///< divides heads
-    uint32_t headDim = 0;
+    uint32_t headDim = 0; ///< values per head: a multiple of 4, at most 256
     uint32_t kvCapacity = 0; ///< positions the caches hold
     float scale = 0.0f;      ///< 0: 1 / sqrt(headDim)
-    bool causal = true;
+    bool causal = true; ///< each row attends up to its own position (see above)
     uint32_t kvRowStride = 0; ///< elements between positions of a cache; 0: kvHeads * headDim
     uint64_t kvOffset = 0;    ///< of both caches
     uint32_t qRowStride = 0;  ///< 0: heads * headDim
     uint32_t outRowStride = 0; ///< 0: heads * headDim
-    uint64_t qOffset = 0;
-    uint64_t outOffset = 0;
-    uint64_t positionsOffset = 0;
-    AttentionPath path = AttentionPath::eAuto;
+    uint64_t qOffset = 0; ///< first element of q, in elements
+    uint64_t outOffset = 0; ///< first element of out, in elements
+    uint64_t positionsOffset = 0; ///< first position, in elements of positions
+    AttentionPath path = AttentionPath::eAuto; ///< the kernel to run
     /** Cache positions per workgroup on the decode path: a power of two
      * from 16 to 256, or 0 to choose from the shape (about 256 workgroups,
      * within the device's shared memory). */
@@ -69,6 +71,9 @@ struct AttentionParams
 class OpAttention : public KernelOp
 {
   public:
+    /** Checks the five tensors against `params` (kp::Error naming what is
+     * wrong) and builds the path's pipelines, and on the decode path the
+     * operation's scratch buffers. */
     OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, const AttentionParams& params);
 
   private:

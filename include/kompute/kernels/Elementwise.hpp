@@ -10,6 +10,7 @@
 
 namespace kp {
 
+/** The function OpUnary applies. */
 enum class UnaryOp
 {
     eCast = 0,    ///< y = x (converted to y's data type)
@@ -18,11 +19,11 @@ enum class UnaryOp
     eGelu = 3,    ///< y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (the tanh form)
     eSilu = 4,    ///< y = x / (1 + exp(-x))
     eSigmoid = 5, ///< y = 1 / (1 + exp(-x))
-    eTanh = 6,
-    eExp = 7,
-    eNeg = 8,
-    eAbs = 9,
-    eSqrt = 10,
+    eTanh = 6,    ///< y = tanh(x)
+    eExp = 7,     ///< y = exp(x)
+    eNeg = 8,     ///< y = -x
+    eAbs = 9,     ///< y = |x|
+    eSqrt = 10,   ///< y = sqrt(x)
     eSquare = 11, ///< y = x * x
 };
 
@@ -30,25 +31,28 @@ enum class UnaryOp
  * different data types (f32, f16, bf16): every op casts. */
 struct UnaryParams
 {
-    UnaryOp op = UnaryOp::eCast;
+    UnaryOp op = UnaryOp::eCast; ///< the function
     uint32_t count = 0; ///< elements; 0: all of y from yOffset
     float scale = 1.0f; ///< eScale's factor
-    uint64_t xOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpUnary({x, y}, UnaryParams): y may be x (in place, same data type). */
 class OpUnary : public KernelOp
 {
   public:
+    /** Checks the two tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpUnary(const std::vector<std::shared_ptr<Memory>>& tensors, const UnaryParams& params);
 };
 
+/** The arithmetic OpBinary applies. */
 enum class BinaryOp
 {
-    eAdd = 0,
+    eAdd = 0, ///< a + b
     eSub = 1, ///< a - b
-    eMul = 2,
+    eMul = 2, ///< a * b
     eDiv = 3, ///< a / b
 };
 
@@ -57,18 +61,20 @@ enum class BinaryOp
  * a, b and y hold one data type (f32, f16 or bf16). */
 struct BinaryParams
 {
-    BinaryOp op = BinaryOp::eAdd;
+    BinaryOp op = BinaryOp::eAdd; ///< the arithmetic
     uint32_t count = 0;  ///< elements; 0: all of y from yOffset
     uint32_t bCount = 0; ///< elements of b; 0: count (no broadcast); must divide count
-    uint64_t aOffset = 0;
-    uint64_t bOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t aOffset = 0; ///< first element of a
+    uint64_t bOffset = 0; ///< first element of b
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpBinary({a, b, y}, BinaryParams): y may be a or b. */
 class OpBinary : public KernelOp
 {
   public:
+    /** Checks the three tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const BinaryParams& params);
 };
 
@@ -78,16 +84,18 @@ struct FmaParams
     uint32_t count = 0;  ///< 0: all of y from yOffset
     uint32_t bCount = 0; ///< 0: count
     uint32_t cCount = 0; ///< 0: count
-    uint64_t aOffset = 0;
-    uint64_t bOffset = 0;
-    uint64_t cOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t aOffset = 0; ///< first element of a
+    uint64_t bOffset = 0; ///< first element of b
+    uint64_t cOffset = 0; ///< first element of c
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpFma({a, b, c, y}, FmaParams): y may be any of a, b, c. */
 class OpFma : public KernelOp
 {
   public:
+    /** Checks the four tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpFma(const std::vector<std::shared_ptr<Memory>>& tensors, const FmaParams& params);
 };
 
@@ -96,15 +104,17 @@ class OpFma : public KernelOp
 struct SwiGLUParams
 {
     uint32_t count = 0; ///< 0: all of y from yOffset
-    uint64_t gateOffset = 0;
-    uint64_t upOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t gateOffset = 0; ///< first element of gate
+    uint64_t upOffset = 0; ///< first element of up
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpSwiGLU({gate, up, y}, SwiGLUParams): y may be gate or up. */
 class OpSwiGLU : public KernelOp
 {
   public:
+    /** Checks the three tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const SwiGLUParams& params);
 };
 

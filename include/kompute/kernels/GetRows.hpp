@@ -19,10 +19,16 @@ struct GetRowsParams
 {
     uint32_t rows = 0; ///< ids looked up (rows of out)
     uint32_t cols = 0; ///< values per row
+    /** eNone: the table holds elements of its data type; eQ8_0/eQ4_0: GGUF
+     * blocks. */
     WeightFormat formatTable = WeightFormat::eNone;
-    uint32_t tableStride = 0;
-    uint32_t outStride = 0;
+    uint32_t tableStride = 0; ///< elements (weights) between rows of the table; 0: cols
+    uint32_t outStride = 0; ///< elements between rows of out; 0: cols
+    /** First element (weight) of the table, first id, first element of
+     * out. */
+    ///@{
     uint64_t tableOffset = 0, idsOffset = 0, outOffset = 0;
+    ///@}
 };
 
 /**
@@ -36,6 +42,8 @@ struct GetRowsParams
 class OpGetRows : public KernelOp
 {
   public:
+    /** Checks the tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpGetRows(std::shared_ptr<Tensor> table,
               std::shared_ptr<Tensor> ids,
               std::shared_ptr<Tensor> out,

@@ -23,6 +23,20 @@ enum class WeightFormat
     eQ4_0 = 2, ///< 32 weights per 18-byte block: f16 scale d, uint8 q[16]; w = (nibble - 8) * d
 };
 
+/**
+ * The base of the kernel library's operations (see @ref readme_kernel_library).
+ * A subclass's constructor checks its tensors and parameters (kp::Error
+ * naming the operation and the operand on a mismatch, before anything is
+ * built) and builds its algorithms on the tensors' Manager; recording the
+ * operation records their dispatches, and a recorded sequence runs them on
+ * whatever the tensors hold at each evaluation.
+ *
+ * Ownership: the operation holds its algorithms, and they its tensors, for
+ * as long as the operation lives (a sequence holds the operations it
+ * recorded). Thread safety: as for any operation, a sequence that records it
+ * is used by one thread at a time; an operation may be recorded into
+ * several sequences unless its class says otherwise (OpAttention).
+ */
 class KernelOp : public OpBase
 {
   public:
@@ -40,7 +54,7 @@ class KernelOp : public OpBase
      * bindings say. */
     bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
-    /** The operation's name, e.g. "OpRMSNorm". */
+    /** The operation's name, for example "OpRMSNorm". */
     const std::string& name() const { return mName; }
     /** The implementation chosen for this device and these parameters, e.g.
      * "subgroup" or "shared-memory" (see the README's kernel table). */
@@ -49,9 +63,12 @@ class KernelOp : public OpBase
     std::vector<std::shared_ptr<Algorithm>> algorithms() const;
 
   protected:
+    /** An operation called `name` (what name() returns and error messages
+     * say), with no dispatches yet. */
     explicit KernelOp(std::string name);
     /** Appends a dispatch of `algorithm` (built with its workgroup count). */
     void addDispatch(std::shared_ptr<Algorithm> algorithm);
+    /** Sets what path() returns. */
     void setPath(std::string path) { mPath = std::move(path); }
 
   private:

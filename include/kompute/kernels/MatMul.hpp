@@ -25,13 +25,33 @@ namespace kp {
  */
 struct MatMulParams
 {
+    /** Rows of C, columns of C, and the inner dimension. */
+    ///@{
     uint32_t m = 0, n = 0, k = 0;
+    ///@}
+    /** Whether A (B) is stored transposed. */
+    ///@{
     bool transA = false, transB = false;
+    ///@}
+    /** The scale of the product, and of the C added to it (0: C is not
+     * read). */
+    ///@{
     float alpha = 1, beta = 0;
+    ///@}
+    /** Elements between rows of A, B and C as stored; 0: packed. */
+    ///@{
     uint32_t lda = 0, ldb = 0, ldc = 0;
+    ///@}
+    /** Number of products (matrices of A, B and C taken in step). */
     uint32_t batch = 1;
+    /** Elements between the matrices of a batch; 0: one whole matrix. */
+    ///@{
     uint64_t strideA = 0, strideB = 0, strideC = 0;
+    ///@}
+    /** First element of the first matrix of A, B and C. */
+    ///@{
     uint64_t offsetA = 0, offsetB = 0, offsetC = 0;
+    ///@}
     /** eNone: B holds elements of its data type; eQ8_0/eQ4_0: B is an
      * eUnsignedChar tensor of GGUF blocks stored [n][k] (transB = true). */
     WeightFormat formatB = WeightFormat::eNone;
@@ -61,6 +81,8 @@ struct MatMulParams
 class OpMatMul : public KernelOp
 {
   public:
+    /** Checks a, b and c against `params` (kp::Error naming what is wrong)
+     * and builds the pipeline of the path chosen for the device. */
     OpMatMul(std::shared_ptr<Tensor> a,
              std::shared_ptr<Tensor> b,
              std::shared_ptr<Tensor> c,

@@ -12,14 +12,14 @@ namespace kp {
  * f32, f16 or bf16 (one type); weight f32; statistics in f32. */
 struct RMSNormParams
 {
-    uint32_t rows = 1;
-    uint32_t cols = 0;
-    float eps = 1e-5f;
+    uint32_t rows = 1; ///< rows normalized
+    uint32_t cols = 0; ///< elements per row
+    float eps = 1e-5f; ///< added to the mean square
     uint32_t xRowStride = 0; ///< 0: cols
     uint32_t yRowStride = 0; ///< 0: cols
-    uint64_t xOffset = 0;
-    uint64_t weightOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t weightOffset = 0; ///< first element of weight
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpRMSNorm({x, weight, y}, RMSNormParams), or {x, y} without a weight;
@@ -27,6 +27,8 @@ struct RMSNormParams
 class OpRMSNorm : public KernelOp
 {
   public:
+    /** Checks the tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpRMSNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const RMSNormParams& params);
 };
 
@@ -34,15 +36,15 @@ class OpRMSNorm : public KernelOp
  * the row's mean and (biased) variance. Types as RMSNorm. */
 struct LayerNormParams
 {
-    uint32_t rows = 1;
-    uint32_t cols = 0;
-    float eps = 1e-5f;
+    uint32_t rows = 1; ///< rows normalized
+    uint32_t cols = 0; ///< elements per row
+    float eps = 1e-5f; ///< added to the variance
     uint32_t xRowStride = 0; ///< 0: cols
     uint32_t yRowStride = 0; ///< 0: cols
-    uint64_t xOffset = 0;
-    uint64_t weightOffset = 0;
-    uint64_t biasOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t weightOffset = 0; ///< first element of weight
+    uint64_t biasOffset = 0; ///< first element of bias
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpLayerNorm({x, weight, bias, y}, ...), {x, weight, y} (no bias) or
@@ -50,6 +52,8 @@ struct LayerNormParams
 class OpLayerNorm : public KernelOp
 {
   public:
+    /** Checks the tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpLayerNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const LayerNormParams& params);
 };
 

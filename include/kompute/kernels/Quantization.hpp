@@ -17,6 +17,7 @@ namespace kp {
  * uint8 qs[16]; }: weight j = (nibble - 8) * d, weights 0..15 in the low
  * nibbles of qs[0..15], 16..31 in the high ones (as ggml writes them). */
 constexpr uint32_t kWeightsPerBlock = 32;
+/** Bytes per block of `format`: 34 (Q8_0), 18 (Q4_0), 0 (eNone). */
 constexpr uint32_t
 blockBytes(WeightFormat format)
 {

@@ -9,11 +9,12 @@
 
 namespace kp {
 
+/** The reduction OpReduce computes. */
 enum class ReduceOp
 {
-    eSum = 0,
-    eMean = 1,
-    eMax = 2,
+    eSum = 0,  ///< sum of the row
+    eMean = 1, ///< mean of the row
+    eMax = 2,  ///< largest value of the row
     eArgmax = 3, ///< index of the largest value (the first one on ties; NaN never wins)
 };
 
@@ -22,18 +23,20 @@ enum class ReduceOp
  * Sums accumulate in f32. */
 struct ReduceParams
 {
-    ReduceOp op = ReduceOp::eSum;
-    uint32_t rows = 1;
-    uint32_t cols = 0;
+    ReduceOp op = ReduceOp::eSum; ///< the reduction
+    uint32_t rows = 1; ///< rows reduced (elements of y)
+    uint32_t cols = 0; ///< elements per row
     uint32_t xRowStride = 0; ///< elements between rows of x; 0: cols
-    uint64_t xOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpReduce({x, y}, ReduceParams). */
 class OpReduce : public KernelOp
 {
   public:
+    /** Checks the two tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpReduce(const std::vector<std::shared_ptr<Memory>>& tensors, const ReduceParams& params);
 };
 
@@ -48,22 +51,24 @@ class OpReduce : public KernelOp
  */
 struct SoftmaxParams
 {
-    uint32_t rows = 1;
-    uint32_t cols = 0;
-    float scale = 1.0f;
-    bool causal = false;
-    uint32_t rowsPerMatrix = 0;
-    uint32_t causalShift = 0;
+    uint32_t rows = 1; ///< rows
+    uint32_t cols = 0; ///< elements per row
+    float scale = 1.0f; ///< s: x is scaled before the exponential
+    bool causal = false; ///< mask the columns past each row's position
+    uint32_t rowsPerMatrix = 0; ///< rows of each score matrix; 0: all rows
+    uint32_t causalShift = 0; ///< earlier positions every row sees
     uint32_t xRowStride = 0; ///< 0: cols
     uint32_t yRowStride = 0; ///< 0: cols
-    uint64_t xOffset = 0;
-    uint64_t yOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t yOffset = 0; ///< first element of y
 };
 
 /** OpSoftmax({x, y}, SoftmaxParams): y may be x. */
 class OpSoftmax : public KernelOp
 {
   public:
+    /** Checks the two tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpSoftmax(const std::vector<std::shared_ptr<Memory>>& tensors, const SoftmaxParams& params);
 };
 

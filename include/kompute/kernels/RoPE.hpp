@@ -9,6 +9,7 @@
 
 namespace kp {
 
+/** Which pairs of values RoPE rotates together. */
 enum class RoPEMode
 {
     eNormal = 0, ///< rotates adjacent pairs (x[2i], x[2i+1]): GGUF's llama layout
@@ -24,24 +25,26 @@ enum class RoPEMode
  */
 struct RoPEParams
 {
-    uint32_t rows = 1;
-    uint32_t heads = 1;
-    uint32_t headDim = 0;
+    uint32_t rows = 1; ///< tokens (rows of x)
+    uint32_t heads = 1; ///< heads per row
+    uint32_t headDim = 0; ///< values per head
     uint32_t ropeDims = 0; ///< even, <= headDim; 0: headDim
-    float theta = 10000.0f;
-    float freqScale = 1.0f;
-    RoPEMode mode = RoPEMode::eNormal;
+    float theta = 10000.0f; ///< the frequency base
+    float freqScale = 1.0f; ///< positions are multiplied by it (linear scaling)
+    RoPEMode mode = RoPEMode::eNormal; ///< which values form pairs
     uint32_t xRowStride = 0; ///< 0: heads * headDim
     uint32_t yRowStride = 0; ///< 0: heads * headDim
-    uint64_t xOffset = 0;
-    uint64_t yOffset = 0;
-    uint64_t positionsOffset = 0;
+    uint64_t xOffset = 0; ///< first element of x
+    uint64_t yOffset = 0; ///< first element of y
+    uint64_t positionsOffset = 0; ///< first element of positions
 };
 
 /** OpRoPE({x, positions, y}, RoPEParams): y may be x. */
 class OpRoPE : public KernelOp
 {
   public:
+    /** Checks the tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEParams& params);
 };
 

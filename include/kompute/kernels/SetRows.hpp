@@ -18,19 +18,21 @@ namespace kp {
  */
 struct SetRowsParams
 {
-    uint32_t rows = 1;
-    uint32_t cols = 0;
+    uint32_t rows = 1; ///< rows of src written
+    uint32_t cols = 0; ///< elements per row
     uint32_t dstRowStride = 0; ///< 0: cols
-    uint64_t dstOffset = 0;
+    uint64_t dstOffset = 0; ///< first element of dst (row 0)
     uint32_t srcRowStride = 0; ///< 0: cols
-    uint64_t srcOffset = 0;
-    uint64_t positionsOffset = 0;
+    uint64_t srcOffset = 0; ///< first element of src
+    uint64_t positionsOffset = 0; ///< first element of positions
 };
 
 /** OpSetRows({src, dst, positions}, SetRowsParams). */
 class OpSetRows : public KernelOp
 {
   public:
+    /** Checks the tensors against `params` (kp::Error naming what is
+     * wrong) and builds the pipeline. */
     OpSetRows(const std::vector<std::shared_ptr<Memory>>& tensors, const SetRowsParams& params);
 };
 

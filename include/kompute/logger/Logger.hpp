@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logging with the level chosen at run time.
+/** \file
+ * Logging with the level chosen at run time: the KP_LOG_* macros and
+ * kp::logger. Every function here may be called from any thread.
+ */
 //
 // The KP_LOG_* macros take a format string with "{}" placeholders followed by
 // arguments (anything that can be written to a std::ostream). The level comes
@@ -16,34 +19,49 @@
 #include <utility>
 
 namespace kp {
+/** Kompute's logging: a process-wide level (from KOMPUTE_LOG_LEVEL, or
+ * setLogLevel) and sink (stderr, or setSink). */
 namespace logger {
 
+/** Severity of a message, and the threshold below which messages are
+ * dropped (Off drops all). */
 enum class Level
 {
-    Trace = 0,
-    Debug = 1,
-    Info = 2,
-    Warn = 3,
-    Error = 4,
-    Critical = 5,
-    Off = 6,
+    Trace = 0,    ///< every step (very verbose)
+    Debug = 1,    ///< details for debugging
+    Info = 2,     ///< what Kompute set up (device, queues, ...)
+    Warn = 3,     ///< something was skipped or adjusted (the default threshold)
+    Error = 4,    ///< an operation failed (also validation errors)
+    Critical = 5, ///< the program cannot go on
+    Off = 6,      ///< no messages
 };
 
-/** Receives every message at or above the current level. */
+/** Receives every message at or above the current level. Called on the
+ * thread that logs, outside any lock of the logger (it may itself log or
+ * call setSink); must be safe to call from several threads at once. */
 using Sink = std::function<void(Level, const std::string&)>;
 
-/** Reads KOMPUTE_LOG_LEVEL again. Called lazily; kept for upstream code. */
+/** Reads KOMPUTE_LOG_LEVEL again. Called lazily; kept for upstream code.
+ * An unknown value is reported on stderr and means warn. */
 void setupLogger();
+/** Sets the threshold for the whole process (it overrides
+ * KOMPUTE_LOG_LEVEL). */
 void setLogLevel(Level level);
+/** The current threshold. */
 Level getLogLevel();
-/** Parses "trace", "debug", "info", "warn", "error", "critical", "off"
- * (any case); throws kp::Error on anything else. */
+/** Parses "trace", "debug", "info", "warn" (or "warning"), "error",
+ * "critical", "off" (any case); throws kp::Error on anything else. */
 Level parseLevel(std::string_view name);
+/** "trace", "debug", ... "off" ("unknown" for other values). */
 const char* levelName(Level level);
-/** Replaces the sink; an empty function restores the default (stderr). */
+/** Replaces the sink; an empty function restores the default (stderr, with
+ * a time stamp and the level). */
 void setSink(Sink sink);
 
+/** Whether a message of `level` would be written (level is not Off and at
+ * least the threshold). */
 bool isEnabled(Level level);
+/** Hands `message` to the sink, whatever the threshold (log() checks it). */
 void write(Level level, const std::string& message);
 
 namespace detail {
@@ -94,6 +112,8 @@ format(std::string_view fmt, const Args&... args)
     return out.str();
 }
 
+/** Formats and writes a message of `level` if isEnabled(level): nothing is
+ * formatted otherwise. What the KP_LOG_* macros call. */
 template<typename... Args>
 void
 log(Level level, std::string_view fmt, const Args&... args)
@@ -106,8 +126,14 @@ log(Level level, std::string_view fmt, const Args&... args)
 } // namespace logger
 } // namespace kp
 
+/** Logs a trace message: KP_LOG_TRACE("copied {} bytes", n). */
 #define KP_LOG_TRACE(...) ::kp::logger::log(::kp::logger::Level::Trace, __VA_ARGS__)
+/** Logs a debug message (format string with {} placeholders, then the
+ * arguments). */
 #define KP_LOG_DEBUG(...) ::kp::logger::log(::kp::logger::Level::Debug, __VA_ARGS__)
+/** Logs an info message. */
 #define KP_LOG_INFO(...) ::kp::logger::log(::kp::logger::Level::Info, __VA_ARGS__)
+/** Logs a warning. */
 #define KP_LOG_WARN(...) ::kp::logger::log(::kp::logger::Level::Warn, __VA_ARGS__)
+/** Logs an error. */
 #define KP_LOG_ERROR(...) ::kp::logger::log(::kp::logger::Level::Error, __VA_ARGS__)

@@ -21,12 +21,18 @@ namespace kp {
 class OpAlgoDispatch : public OpBase
 {
   public:
+    /** A dispatch of `algorithm` (held by the operation), with
+     * `pushConstants` (any trivially copyable T) set on the algorithm when
+     * it is recorded; empty keeps the algorithm's. Throws kp::Error for a
+     * null algorithm; push constants of the wrong size throw when
+     * recorded. */
     template<typename T = float>
     OpAlgoDispatch(const std::shared_ptr<Algorithm>& algorithm,
                    const std::vector<T>& pushConstants = {})
       : OpAlgoDispatch(algorithm, ConstantBytes::from(pushConstants))
     {
     }
+    /** The same with push constants in raw form. */
     OpAlgoDispatch(const std::shared_ptr<Algorithm>& algorithm,
                    const ConstantBytes& pushConstants);
     ~OpAlgoDispatch() override;
@@ -38,8 +44,11 @@ class OpAlgoDispatch : public OpBase
     bool declareAccesses(std::vector<MemoryAccess>& accesses) const override;
 
   protected:
+    /** The algorithm dispatched. */
     std::shared_ptr<Algorithm> mAlgorithm;
+    /** The push constants set at record(); empty: the algorithm's own. */
     ConstantBytes mPushConstants;
+    /** Algorithm::generation() when last recorded (needsRerecord()). */
     uint64_t mRecordedGeneration = 0;
 };
 

@@ -13,7 +13,7 @@ class Memory;
 
 /**
  * One way in which the commands of an operation touch a memory object
- * (ours; see OpBase::declareAccesses).
+ * (see OpBase::declareAccesses).
  */
 struct MemoryAccess
 {
@@ -24,29 +24,53 @@ struct MemoryAccess
         eStaging, ///< the staging memory behind the host view (getStagingBuffer())
     };
 
+    /** The object (not owned: it must outlive the declaration). */
     const Memory* memory = nullptr;
+    /** Which of its memories is touched. */
     Part part = Part::ePrimary;
-    /** The pipeline stages of the commands, e.g. eComputeShader, eTransfer. */
+    /** The pipeline stages of the commands, for example eComputeShader or
+     * eTransfer. */
     vk::PipelineStageFlags stages;
-    /** What they do there: reads and/or writes, e.g. eShaderRead |
+    /** What they do there: reads and/or writes, for example eShaderRead |
      * eShaderWrite, eTransferRead, eTransferWrite. */
     vk::AccessFlags access;
 
     /** Whether `access` holds a write. */
     bool writes() const;
 
+    /** A compute shader reads the primary memory (eComputeShader,
+     * eShaderRead). */
     static MemoryAccess shaderRead(const Memory& memory);
+    /** A compute shader writes the primary memory (eComputeShader,
+     * eShaderWrite). */
     static MemoryAccess shaderWrite(const Memory& memory);
+    /** A compute shader reads and writes the primary memory. */
     static MemoryAccess shaderReadWrite(const Memory& memory);
+    /** A transfer command (copy) reads `part` (eTransfer, eTransferRead). */
     static MemoryAccess transferRead(const Memory& memory, Part part = Part::ePrimary);
+    /** A transfer command (copy, fill) writes `part` (eTransfer,
+     * eTransferWrite). */
     static MemoryAccess transferWrite(const Memory& memory, Part part = Part::ePrimary);
     /** The object is used, its memory not touched (no stages, no access). */
     static MemoryAccess reference(const Memory& memory);
 };
 
+/**
+ * One step recorded into a kp::Sequence: the base of every operation.
+ * Subclass it to write your own (see @ref operations): record() records
+ * Vulkan commands, preEval() and postEval() run on the host around each
+ * submission, and declareAccesses() tells the sequence what the commands
+ * touch so that it records only the barriers needed.
+ *
+ * Operations are held through std::shared_ptr: a sequence keeps the
+ * operations of its current batch, and an operation typically holds the
+ * memory objects and algorithms it records, so they live as long as it
+ * does. The hooks are called on the thread that uses the sequence.
+ */
 class OpBase
 {
   public:
+    /** An operation with no state of its own. */
     OpBase() = default;
     OpBase(const OpBase&) = delete;
     OpBase(OpBase&&) = delete;
@@ -64,11 +88,11 @@ class OpBase
 
     /** True when the commands recorded earlier are no longer valid (an
      * algorithm was rebuilt or rebound, say): the sequence then records its
-     * operations again before submitting (ours). */
+     * operations again before submitting. */
     virtual bool needsRerecord() const { return false; }
 
     /**
-     * What the commands record() records read and write (ours). A Sequence
+     * What the commands record() records read and write. A Sequence
      * puts a barrier before an operation only where it conflicts with an
      * earlier operation of the batch (a read after a write, a write after a
      * read, a write after a write of the same memory), with exactly the

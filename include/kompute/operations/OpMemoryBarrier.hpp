@@ -16,6 +16,8 @@ namespace kp {
 class OpMemoryBarrier : public OpBase
 {
   public:
+    /** Barriers on `memObjects` (at least one, none null: kp::Error
+     * otherwise) with these masks. The objects are held by the operation. */
     OpMemoryBarrier(const std::vector<std::shared_ptr<Memory>>& memObjects,
                     const vk::AccessFlags& srcAccessMask,
                     const vk::AccessFlags& dstAccessMask,

@@ -13,6 +13,9 @@ namespace kp {
 class OpMult : public OpAlgoDispatch
 {
   public:
+    /** Rebuilds `algorithm` (of the same Manager) with the built-in
+     * multiply shader over `memObjects` = {a, b, out}: three float tensors
+     * of one size (kp::Error otherwise). */
     OpMult(std::vector<std::shared_ptr<Memory>> memObjects,
            std::shared_ptr<Algorithm> algorithm);
     ~OpMult() override;

@@ -16,7 +16,9 @@ class OpSyncDevice : public OpBase
   public:
     /** Throws if the list is empty or holds a null or destroyed object. */
     OpSyncDevice(const std::vector<std::shared_ptr<Memory>>& memObjects);
-    /** Range form (ours): only tensor elements [offset, offset + count). */
+    /** Range form: only tensor elements [offset, offset + count). Throws
+     * kp::Error for images and for a range that is empty or not inside
+     * every tensor. */
     OpSyncDevice(const std::vector<std::shared_ptr<Memory>>& memObjects,
                  uint32_t offset,
                  uint32_t count);

@@ -13,6 +13,9 @@
 #include "kompute/Errors.hpp"
 
 namespace kp {
+/** The LLM runner (library kompute::llm, umbrella header
+ * <kompute/llm/Llm.hpp>): GGUF files, tokenizers, the sampler, and Llama-
+ * family models run on a kp::Manager's device. See @ref llm. */
 namespace llm {
 
 /** A malformed, truncated or unsupported model file (or a missing key). The
@@ -65,12 +68,13 @@ enum class TensorType : uint32_t
  * blockSize is 0 for types this reader does not know the layout of. */
 struct TensorTypeLayout
 {
-    uint32_t blockSize = 0;
-    uint32_t blockBytes = 0;
+    uint32_t blockSize = 0;  ///< elements per block (1 for plain types)
+    uint32_t blockBytes = 0; ///< bytes per block
 };
 
 /** "F32", "Q4_0", ...; "type N" for numbers ggml never used. */
 std::string toString(TensorType type);
+/** The block layout of `type` (blockSize 0 where it is not known). */
 TensorTypeLayout layoutOf(TensorType type);
 /** True for the types the runner computes with. */
 bool isSupportedWeightType(TensorType type);
@@ -78,21 +82,22 @@ bool isSupportedWeightType(TensorType type);
 /** Value types of GGUF metadata. */
 enum class GgufValueType : uint32_t
 {
-    eUInt8 = 0,
-    eInt8 = 1,
-    eUInt16 = 2,
-    eInt16 = 3,
-    eUInt32 = 4,
-    eInt32 = 5,
-    eFloat32 = 6,
-    eBool = 7,
-    eString = 8,
-    eArray = 9,
-    eUInt64 = 10,
-    eInt64 = 11,
-    eFloat64 = 12,
+    eUInt8 = 0,    ///< uint8
+    eInt8 = 1,     ///< int8
+    eUInt16 = 2,   ///< uint16
+    eInt16 = 3,    ///< int16
+    eUInt32 = 4,   ///< uint32
+    eInt32 = 5,    ///< int32
+    eFloat32 = 6,  ///< float32
+    eBool = 7,     ///< bool
+    eString = 8,   ///< UTF-8 string
+    eArray = 9,    ///< array of one element type
+    eUInt64 = 10,  ///< uint64
+    eInt64 = 11,   ///< int64
+    eFloat64 = 12, ///< float64
 };
 
+/** The type's name as GGUF writes it ("uint32", "string", ...). */
 std::string toString(GgufValueType type);
 
 struct GgufValue;
@@ -100,25 +105,30 @@ struct GgufValue;
 /** An array value: elements of one type (arrays of arrays are allowed). */
 struct GgufArray
 {
-    GgufValueType elementType = GgufValueType::eUInt8;
-    std::vector<GgufValue> elements;
+    GgufValueType elementType = GgufValueType::eUInt8; ///< type of every element
+    std::vector<GgufValue> elements;                   ///< the elements, in file order
 };
 
 /** One metadata value, with the type the file gave it. Integers keep their
  * signedness; floats are held as double. */
 struct GgufValue
 {
-    GgufValueType type = GgufValueType::eUInt8;
+    GgufValueType type = GgufValueType::eUInt8; ///< the type in the file
+    /** Unsigned integers as uint64_t, signed ones as int64_t, floats as
+     * double, then bool, string or array. */
     std::variant<uint64_t, int64_t, double, bool, std::string, GgufArray> value;
 
+    /** Whether the value is an integer (signed or not). */
     bool isInteger() const;
+    /** Whether the value is a float (32 or 64 bits). */
     bool isFloat() const;
 };
 
+/** One metadata entry of a GGUF file. */
 struct GgufKeyValue
 {
-    std::string key;
-    GgufValue value;
+    std::string key; ///< for example "llama.block_count"
+    GgufValue value; ///< its value
 };
 
 /** A tensor of the file. `shape` is in GGUF order: shape[0] (ne0) is the
@@ -126,15 +136,23 @@ struct GgufKeyValue
  * weights has shape {in, out}. */
 struct GgufTensorInfo
 {
-    std::string name;
-    std::vector<uint64_t> shape;
-    TensorType type = TensorType::eF32;
+    std::string name;            ///< for example "blk.0.attn_q.weight"
+    std::vector<uint64_t> shape; ///< dimensions, ne0 first
+    TensorType type = TensorType::eF32; ///< element type
     /** Offset of the data from the start of the data section. */
     uint64_t offset = 0;
-    uint64_t elementCount = 0;
-    uint64_t byteSize = 0;
+    uint64_t elementCount = 0; ///< product of the shape
+    uint64_t byteSize = 0;     ///< bytes of the data
 };
 
+/**
+ * A GGUF file (versions 2 and 3), memory-mapped and checked when opened:
+ * its header, typed metadata, tensor infos and the tensor data, which stays
+ * in the mapping (nothing is copied at open). Movable, not copyable; the
+ * mapping lives as long as the object, and pointers from tensorData() are
+ * valid while it does. Read-only after open(): its const functions may be
+ * called from several threads at once.
+ */
 class GgufFile
 {
   public:
@@ -146,25 +164,36 @@ class GgufFile
      * messages. */
     static GgufFile fromBytes(std::vector<uint8_t> bytes, const std::string& name = "<memory>");
 
+    /** Takes over the other file's mapping. */
     GgufFile(GgufFile&&) noexcept;
+    /** Takes over the other file's mapping (this one's is released). */
     GgufFile& operator=(GgufFile&&) noexcept;
+    /** Unmaps the file. */
     ~GgufFile();
 
     /** File name as given to open(). */
     const std::string& name() const { return mName; }
+    /** The GGUF version (2 or 3). */
     uint32_t version() const { return mVersion; }
     /** general.alignment, 32 when absent. */
     uint64_t alignment() const { return mAlignment; }
+    /** Size of the file in bytes. */
     uint64_t fileSize() const { return mSize; }
 
+    /** Every metadata entry, in file order. */
     const std::vector<GgufKeyValue>& metadata() const { return mMetadata; }
     /** The value of `key`, or null. */
     const GgufValue* find(const std::string& key) const;
+    /** Whether the file has `key`. */
     bool has(const std::string& key) const { return find(key) != nullptr; }
 
     // Typed accessors: they throw FormatError naming the key when it is
     // missing or of another type (integers of any width convert when the
     // value fits; floats accept integers).
+    /** The value of `key` as this type; throws FormatError naming the key
+     * when it is missing or of another type (integers of any width convert
+     * when the value fits; floats accept integers). */
+    ///@{
     std::string getString(const std::string& key) const;
     uint64_t getUInt(const std::string& key) const;
     int64_t getInt(const std::string& key) const;
@@ -173,14 +202,20 @@ class GgufFile
     std::vector<std::string> getStringArray(const std::string& key) const;
     std::vector<double> getFloatArray(const std::string& key) const;
     std::vector<int64_t> getIntArray(const std::string& key) const;
+    ///@}
 
     // The same with a default for an absent key (a present key of the
     // wrong type still throws).
+    /** The value of `key`, or `fallback` when the key is absent (a present
+     * key of the wrong type still throws FormatError). */
+    ///@{
     std::string getString(const std::string& key, const std::string& fallback) const;
     uint64_t getUInt(const std::string& key, uint64_t fallback) const;
     double getFloat(const std::string& key, double fallback) const;
     bool getBool(const std::string& key, bool fallback) const;
+    ///@}
 
+    /** Every tensor info, in file order. */
     const std::vector<GgufTensorInfo>& tensors() const { return mTensors; }
     /** The tensor called `name`, or null. */
     const GgufTensorInfo* findTensor(const std::string& name) const;

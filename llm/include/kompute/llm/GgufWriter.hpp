@@ -13,12 +13,22 @@
 namespace kp {
 namespace llm {
 
+/** Builds a GGUF (version 3) file in memory, metadata and tensors, and
+ * writes it with write(); each tensor's data is aligned to the alignment.
+ * A plain value holding copies of everything it was given; not
+ * synchronised. */
 class GgufWriter
 {
   public:
+    /** A writer whose tensors' data is aligned to `alignment` bytes (a
+     * power of two, else kp::Error; written as general.alignment when it
+     * is not 32). */
     explicit GgufWriter(uint64_t alignment = 32);
 
+    /** Sets metadata `key` (replacing an earlier value of the same key). */
     void set(const std::string& key, GgufValue value);
+    /** set() with a value of this type. */
+    ///@{
     void setString(const std::string& key, const std::string& value);
     void setUInt32(const std::string& key, uint32_t value);
     void setFloat32(const std::string& key, float value);
@@ -26,6 +36,7 @@ class GgufWriter
     void setStringArray(const std::string& key, const std::vector<std::string>& values);
     void setFloat32Array(const std::string& key, const std::vector<float>& values);
     void setInt32Array(const std::string& key, const std::vector<int32_t>& values);
+    ///@}
 
     /** Adds a tensor: shape ne0 first, `bytes` as the type's layout needs
      * (kp::Error otherwise); the bytes are copied. */

@@ -27,16 +27,27 @@ using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 /** A weight matrix (or vector) on the device, in the file's format. */
 struct DeviceWeight
 {
+    /** The tensor holding it (eUnsignedChar GGUF blocks for Q8_0 and Q4_0;
+     * shared with other weights where they live together). */
     std::shared_ptr<kp::Tensor> tensor;
+    /** The format of its values (norm weights are always F32). */
     TensorType type = TensorType::eF32;
     /** Rows (out) and row length (in) for matrices; 1 x n for vectors. */
     uint32_t rows = 1;
-    uint32_t cols = 0;
+    uint32_t cols = 0; ///< row length (in); n for vectors
     /** Where this matrix starts in the tensor, in weights (a layer's gate
      * and up matrices share one tensor). */
     uint64_t offset = 0;
 };
 
+/**
+ * The weights of a Llama-family model on a kp::Manager's device, in the
+ * file's format (F32, F16, BF16, Q8_0, Q4_0; norm weights in f32), with
+ * the model's ModelConfig. Made by load() or random() and shared by the
+ * Contexts that run it. The Manager must outlive the model (it holds a
+ * reference to it, and its tensors hold the device). Not changed after it
+ * is made: several contexts may use one model, each from its own thread.
+ */
 class Model
 {
   public:
@@ -45,6 +56,8 @@ class Model
      * and type: FormatError otherwise) and uploads the weights, tensor by
      * tensor, straight from the file's mapping. Norm weights are kept in
      * f32; matrices in their own format (F32, F16, BF16, Q8_0, Q4_0).
+     * kp::OutOfMemoryError when the weights do not fit the device. `file`
+     * is only read during the call.
      */
     static std::shared_ptr<Model> load(kp::Manager& manager,
                                        const GgufFile& file,
@@ -57,6 +70,7 @@ class Model
                                          uint64_t seed = 1,
                                          const LoadProgress& progress = {});
 
+    /** The model's hyperparameters. */
     const ModelConfig& config() const { return mConfig; }
     /** The type of the layers' matrices ("F16", "Q4_0", ...). */
     TensorType weightType() const { return mWeightType; }
@@ -65,21 +79,34 @@ class Model
     /** Bytes of the weights one token's forward pass reads (every matrix
      * and norm, the output matrix, one embedding row). */
     uint64_t bytesReadPerToken() const;
+    /** The Manager whose device holds the weights. */
     kp::Manager& manager() const { return mManager; }
 
     // The weights, for the context (and for programs that build their own
     // forward pass).
+    /** The weights of one transformer block. */
     struct Layer
     {
+        /** attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,
+         * ffn_gate, ffn_up and ffn_down of the block. */
+        ///@{
         DeviceWeight attnNorm, wq, wk, wv, wo, ffnNorm, wGate, wUp, wDown;
+        ///@}
     };
+    /** The token embedding matrix (token_embd), vocabSize rows. */
     const DeviceWeight& tokenEmbedding() const { return mTokenEmbedding; }
+    /** The blocks, blockCount of them. */
     const std::vector<Layer>& layers() const { return mLayers; }
+    /** The norm weights before the output matrix (output_norm). */
     const DeviceWeight& outputNorm() const { return mOutputNorm; }
     /** The output matrix (the token embedding when tied). */
     const DeviceWeight& output() const { return mConfig.tiedOutput ? mTokenEmbedding : mOutput; }
 
+    /// \cond INTERNAL
+    // A model without weights, which load() and random() fill (public for
+    // std::make_shared).
     Model(kp::Manager& manager, ModelConfig config);
+    /// \endcond
 
   private:
     struct WeightSource
@@ -106,6 +133,7 @@ class Model
     std::vector<Layer> mLayers;
 };
 
+/** How a Context is set up. */
 struct ContextOptions
 {
     /** Tokens the KV cache holds; 0: the model's context length, at most
@@ -132,23 +160,39 @@ enum class Logits
  * the last evaluation. */
 struct OpTime
 {
-    std::string label; ///< e.g. "ffn_down (OpMatMul)"
-    double milliseconds = 0.0;
+    std::string label; ///< for example "ffn_down (OpMatMul)"
+    double milliseconds = 0.0; ///< GPU time, from the sequence's timestamps
     uint32_t count = 0; ///< how many dispatches it sums (layers x steps)
 };
 
+/**
+ * A KV cache (f16, on the device) and the recorded sequences that run a
+ * Model's forward pass over it, one per step shape, evaluated again for
+ * every step. Holds the model (std::shared_ptr) and its own activation
+ * tensors. Not synchronised: one thread at a time per context (a model may
+ * serve several contexts).
+ */
 class Context
 {
   public:
+    /** Allocates the cache and activations for `options` on the model's
+     * Manager. Throws kp::Error for a context or batch size of 0 and for a
+     * cache or activation larger than one storage buffer of the device
+     * holds (saying what to make smaller), kp::OutOfMemoryError when the
+     * device's memory runs out. */
     Context(std::shared_ptr<Model> model, ContextOptions options = {});
+    /** Frees the cache, the activations and the recorded sequences. */
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
+    /** The model it runs. */
     const Model& model() const { return *mModel; }
     /** Tokens in the KV cache: the position of the next token. */
     uint32_t position() const { return mPosition; }
+    /** Tokens the KV cache holds. */
     uint32_t capacity() const { return mCapacity; }
+    /** Most tokens evaluated in one step (at most capacity()). */
     uint32_t batchSize() const { return mOptions.batchSize; }
     /** Forgets the cached tokens (the next evaluation starts at 0). */
     void reset() { mPosition = 0; }

@@ -13,22 +13,24 @@
 namespace kp {
 namespace llm {
 
+/** The hyperparameters of a Llama-family model (the llama.* metadata of a
+ * GGUF file). A plain value. */
 struct ModelConfig
 {
-    std::string architecture = "llama";
-    std::string name;
-    uint32_t contextLength = 2048;
+    std::string architecture = "llama"; ///< general.architecture
+    std::string name; ///< general.name, or the shape's name
+    uint32_t contextLength = 2048; ///< tokens the model was trained on
     uint32_t embeddingLength = 0; ///< model width
     uint32_t blockCount = 0;      ///< layers
-    uint32_t feedForwardLength = 0;
-    uint32_t headCount = 0;
-    uint32_t headCountKv = 0;
+    uint32_t feedForwardLength = 0; ///< width of the feed-forward layers
+    uint32_t headCount = 0; ///< attention (query) heads
+    uint32_t headCountKv = 0; ///< key/value heads (grouped-query attention)
     uint32_t headDim = 0;  ///< embeddingLength / headCount
     uint32_t ropeDims = 0; ///< rotated dimensions of each head (<= headDim)
-    float ropeTheta = 10000.0f;
+    float ropeTheta = 10000.0f; ///< RoPE frequency base
     float ropeFreqScale = 1.0f; ///< linear RoPE scaling: positions times this
-    float rmsEpsilon = 1e-5f;
-    uint32_t vocabSize = 0;
+    float rmsEpsilon = 1e-5f; ///< RMSNorm's epsilon
+    uint32_t vocabSize = 0; ///< tokens in the vocabulary
     /** True when the file has no output.weight: the output matrix is the
      * token embedding. */
     bool tiedOutput = false;
@@ -42,6 +44,7 @@ struct ModelConfig
     /** Shapes for --random: "tiny", "llama-1b", "llama-7b", "llama-8b" (see
      * shapeNames()); kp::Error for another name. */
     static ModelConfig named(const std::string& shape);
+    /** The names named() knows. */
     static std::vector<std::string> shapeNames();
 
     /** Throws FormatError unless the values fit together. */
@@ -53,8 +56,8 @@ struct ModelConfig
 /** A weight tensor of the model: its GGUF name and shape (ne0 first). */
 struct WeightSpec
 {
-    std::string name;
-    std::vector<uint64_t> shape;
+    std::string name;            ///< for example "blk.0.ffn_up.weight"
+    std::vector<uint64_t> shape; ///< dimensions, ne0 first
     /** Matrices multiply activations; the others are norm weights. */
     bool isMatrix;
 };

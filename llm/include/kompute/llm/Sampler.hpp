@@ -12,6 +12,7 @@
 namespace kp {
 namespace llm {
 
+/** How a Sampler picks tokens. */
 struct SamplerParams
 {
     /** 0 (or less) is greedy: the highest logit, ties to the lowest id. */
@@ -21,9 +22,14 @@ struct SamplerParams
     /** Keep the most likely tokens whose probabilities add up to at least
      * p; 1 keeps all. */
     float topP = 0.95f;
+    /** Seed of the generator: the same seed gives the same tokens. */
     uint64_t seed = 0;
 };
 
+/** Picks the next token from a row of logits: greedy, or at random with
+ * temperature, top-k and top-p from a seeded generator (std::mt19937_64).
+ * Keeps its generator and buffers between calls: not synchronised (one per
+ * thread). */
 class Sampler
 {
   public:
@@ -31,7 +37,9 @@ class Sampler
      * a temperature that is NaN). */
     explicit Sampler(SamplerParams params);
 
+    /** Whether the temperature is 0 or less: sample() is argmax(). */
     bool isGreedy() const { return mParams.temperature <= 0.0f; }
+    /** The parameters it was made with. */
     const SamplerParams& params() const { return mParams; }
 
     /** The next token for `count` logits. */

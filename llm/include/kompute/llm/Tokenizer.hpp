@@ -22,26 +22,27 @@ class GgufFile;
 /** tokenizer.ggml.token_type values. */
 enum class TokenType : int32_t
 {
-    eUndefined = 0,
-    eNormal = 1,
-    eUnknown = 2,
-    eControl = 3,
-    eUserDefined = 4,
-    eUnused = 5,
-    eByte = 6,
+    eUndefined = 0,   ///< not given
+    eNormal = 1,      ///< an ordinary piece of text
+    eUnknown = 2,     ///< the unknown token
+    eControl = 3,     ///< a control token (BOS, EOS, <|eot_id|>, ...)
+    eUserDefined = 4, ///< a token always matched as a whole
+    eUnused = 5,      ///< a reserved, unused token
+    eByte = 6,        ///< a byte-fallback token <0xXX>
 };
 
 /** Everything a tokenizer is made of; Tokenizer::fromGguf reads it from a
  * file, and programs may build one themselves. */
 struct Vocabulary
 {
+    /** The tokenizer model. */
     enum class Model
     {
         eSentencePiece, ///< tokenizer.ggml.model "llama"
         eByteLevelBpe,  ///< tokenizer.ggml.model "gpt2"
     };
-    Model model = Model::eSentencePiece;
-    std::vector<std::string> tokens;
+    Model model = Model::eSentencePiece; ///< the tokenizer model
+    std::vector<std::string> tokens; ///< each token's text, by id
     /** SentencePiece scores (higher merges first); may be empty for BPE. */
     std::vector<float> scores;
     /** Per token; empty means every token is eNormal. */
@@ -51,13 +52,21 @@ struct Vocabulary
     /** BPE pre-tokenizer (tokenizer.ggml.pre): "llama-bpe" (Llama 3) or
      * "default"/"gpt2". */
     std::string preTokenizer = "default";
+    /** Ids of the special tokens, where the vocabulary has them: beginning
+     * and end of sequence, unknown, padding, end of turn, end of message. */
+    ///@{
     std::optional<uint32_t> bos, eos, unknown, padding, endOfTurn, endOfMessage;
-    bool addBos = true;
-    bool addEos = false;
+    ///@}
+    bool addBos = true;  ///< encode() with addSpecial puts BOS first
+    bool addEos = false; ///< encode() with addSpecial puts EOS last
     /** SentencePiece: prefix the text with a space ('▁'). */
     bool addSpacePrefix = true;
 };
 
+/** Text to token ids and back, with a Vocabulary's model (SentencePiece
+ * for Llama 1/2, byte-level BPE for Llama 3). Movable, not copyable;
+ * immutable once built, so its const functions may be called from several
+ * threads at once. */
 class Tokenizer
 {
   public:
@@ -66,7 +75,10 @@ class Tokenizer
     static Tokenizer fromGguf(const GgufFile& file);
     /** Checks the vocabulary (throws FormatError) and builds the lookups. */
     explicit Tokenizer(Vocabulary vocabulary);
+    /** Takes over the other tokenizer, which must not be used afterwards
+     * (except to be assigned or destroyed). */
     Tokenizer(Tokenizer&&) noexcept;
+    /** Takes over the other tokenizer, as the move constructor. */
     Tokenizer& operator=(Tokenizer&&) noexcept;
     ~Tokenizer();
 
@@ -87,7 +99,9 @@ class Tokenizer
      * `renderSpecial`). Pieces of byte-level tokens may be partial UTF-8. */
     std::string piece(uint32_t id, bool renderSpecial = false) const;
 
+    /** Number of tokens in the vocabulary. */
     size_t size() const;
+    /** The vocabulary it was built from. */
     const Vocabulary& vocabulary() const;
     /** The id of a token's text, if there is such a token. */
     std::optional<uint32_t> find(std::string_view token) const;
@@ -110,6 +124,8 @@ class Tokenizer
 class TokenTextStream
 {
   public:
+    /** A stream over `tokenizer` (which must outlive it); control tokens
+     * are rendered only with `renderSpecial`. */
     explicit TokenTextStream(const Tokenizer& tokenizer, bool renderSpecial = false);
     /** The text that token `id` completes (possibly empty). */
     std::string push(uint32_t id);

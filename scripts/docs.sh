@@ -5,12 +5,19 @@
 # made by scripts/readme-pages.py), the C++ API reference from the public
 # headers' doc comments (include/kompute/ and the LLM runner's
 # llm/include/), and the Python API reference from the kp package's
-# docstrings and type stubs (kp/_kp.pyi, generated from the compiled module,
-# so it always matches it).
+# docstrings and type stubs (kp/_kp.pyi and kp/_kp_llm.pyi, generated from
+# the compiled module, so they always match it). In the reference the
+# package is python::kp, apart from the C++ namespace kp; attribute
+# docstrings reach Doxygen through scripts/docs-python-filter.py.
 #
 # Doxygen's errors (a broken reference, bad markup) fail the build. Public
 # names without a doc comment are counted and listed in
-# build/docs/undocumented.log; DOCS_STRICT=1 fails on them too.
+# build/docs/undocumented.log; DOCS_STRICT=1 (what CI runs) fails on them
+# too. Names that are not API are kept out of the reference on purpose, and
+# not counted: the namespaces detail and internal (docs/Doxyfile), members
+# in \cond INTERNAL blocks (constructors that take the library's internal
+# device context, protected members of classes that only the library
+# derives from), and the Python package's private (_-prefixed) names.
 #
 # Needs doxygen (Debian 12: `apt-get install doxygen`, or
 # `scripts/install-deps.sh --docs`). The Python part is read from an
@@ -56,21 +63,38 @@ if [ -z "$package" ]; then
 fi
 # (An editable install has two folders: the sources and the built module.)
 mapfile -t package_dirs <<<"$package"
-if [ -z "$(find "${package_dirs[@]}" -maxdepth 1 -name _kp.pyi)" ]; then
-    echo "docs.sh: the kp package (${package_dirs[*]}) has no _kp.pyi (the stub the kp build generates)" >&2
-    exit 1
-fi
-
-# The Python sources, in a folder named as readers import them (kp), and
-# the README pages.
-python_src=$DOCS_DIR/kp
-pages=$DOCS_DIR/pages
-rm -rf "$python_src" "$pages" "$DOCS_DIR/html"
-mkdir -p "$python_src"
-for dir in "${package_dirs[@]}"; do
-    (cd "$dir" && find . \( -name '*.py' -o -name '*.pyi' \) -print0 |
-        xargs -0 -I{} cp --parents {} "$python_src/")
+for stub in _kp.pyi _kp_llm.pyi; do
+    if [ -z "$(find "${package_dirs[@]}" -maxdepth 1 -name "$stub")" ]; then
+        echo "docs.sh: the kp package (${package_dirs[*]}) has no $stub (a stub the kp build" \
+            "generates: install kp from this tree again)" >&2
+        exit 1
+    fi
 done
+
+# The Python sources, laid out as Python sees them: the package kp inside a
+# package python (which keeps it apart from the C++ namespace kp, and whose
+# lower-case name Doxygen does not link wherever prose says "Python"), with
+# the compiled module's stubs as the package kp._kp and its submodule llm
+# (as .py files: Doxygen reads no __init__.pyi). Then the README pages.
+python_root=$DOCS_DIR/python
+python_src=$python_root/python/kp
+pages=$DOCS_DIR/pages
+rm -rf "$python_root" "$pages" "$DOCS_DIR/html"
+mkdir -p "$python_src/_kp"
+for dir in "${package_dirs[@]}"; do
+    (cd "$dir" && find . -name '*.py' -not -path '*/__pycache__/*' -print0 |
+        xargs -0 -I{} cp --parents {} "$python_src/")
+    [ ! -f "$dir/_kp.pyi" ] || cp "$dir/_kp.pyi" "$python_src/_kp/__init__.py"
+    [ ! -f "$dir/_kp_llm.pyi" ] || cp "$dir/_kp_llm.pyi" "$python_src/_kp/llm.py"
+done
+cat >"$python_root/python/__init__.py" <<'END'
+"""The Python module kp (import kp), shown here as python::kp to keep it
+apart from the C++ namespace kp: its reference, from the package's
+docstrings and the stubs of its compiled part. The classes are defined in
+the compiled module kp._kp (and kp._kp.llm) and used through kp: kp.Manager
+is kp._kp.Manager, kp.llm.Model is kp._kp.llm.Model. The module's own guide
+is the page "kp — Kompute for Python" (python/README.md)."""
+END
 python3 scripts/readme-pages.py "$pages"
 
 version=$(sed -nE 's/^ *VERSION ([0-9.]+)$/\1/p' CMakeLists.txt | head -n 1)
@@ -80,15 +104,17 @@ echo "=== doxygen (Kompute $version) -> $DOCS_DIR/html"
     cat docs/Doxyfile
     echo "PROJECT_NUMBER = $version"
     echo "OUTPUT_DIRECTORY = $DOCS_DIR"
-    echo "INPUT = docs/guide $pages include/kompute llm/include/kompute/llm $python_src"
-    echo "STRIP_FROM_PATH = $ROOT $DOCS_DIR"
+    echo "INPUT = docs/guide $pages include/kompute llm/include/kompute/llm $python_root"
+    echo "STRIP_FROM_PATH = $ROOT $python_root $DOCS_DIR"
     echo "STRIP_FROM_INC_PATH = $ROOT/include $ROOT/llm/include"
     echo "EXAMPLE_PATH = examples"
+    echo "FILTER_PATTERNS = *.py=$ROOT/scripts/docs-python-filter.py *.pyi=$ROOT/scripts/docs-python-filter.py"
     echo "WARN_LOGFILE = $warnings"
 } | doxygen -
 
 undocumented=$DOCS_DIR/undocumented.log
-grep -E 'is not documented|not documented\.$' "$warnings" >"$undocumented" || true
+# (Doxygen repeats a member's warning for each class that inherits it.)
+grep -E 'is not documented|not documented\.$' "$warnings" | sort -u >"$undocumented" || true
 errors=$(grep -vE 'is not documented|not documented\.$' "$warnings" | grep -c 'warning:' || true)
 if [ "$errors" -gt 0 ]; then
     grep -vE 'is not documented|not documented\.$' "$warnings" >&2

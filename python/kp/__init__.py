@@ -103,6 +103,8 @@ for _error in (Error, DestroyedError, VulkanError, OutOfMemoryError, DeviceLostE
 del _error
 
 compile_source = Shader.compile_source
+"""Shader.compile_source under upstream's module-level name: GLSL compute-shader source to
+SPIR-V bytes."""
 
 # Kompute 0.9.0's names (deprecated; each use warns): the operations here,
 # kp.TensorTypes through __getattr__ below, and methods added to the classes.
@@ -114,6 +116,8 @@ _legacy.install()
 
 
 def __getattr__(name):
+    """Kompute 0.9.0's module attributes (kp.TensorTypes): the current value, after a
+    DeprecationWarning naming the current spelling; AttributeError for any other name."""
     alias = _legacy.MODULE_ALIASES.get(name)
     if alias is None:
         raise AttributeError(f"module 'kp' has no attribute {name!r}")
@@ -129,46 +133,82 @@ class AccessFlagBits(_enum.IntFlag):
     """Vulkan VkAccessFlagBits, for :class:`OpMemoryBarrier`."""
 
     none = 0
+    """No access (VK_ACCESS_NONE)."""
     indirect_command_read = 0x00000001
+    """VK_ACCESS_INDIRECT_COMMAND_READ_BIT: reads of indirect command data."""
     index_read = 0x00000002
+    """VK_ACCESS_INDEX_READ_BIT: reads of index buffers."""
     vertex_attribute_read = 0x00000004
+    """VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT: reads of vertex buffers."""
     uniform_read = 0x00000008
+    """VK_ACCESS_UNIFORM_READ_BIT: reads of uniform buffers."""
     input_attachment_read = 0x00000010
+    """VK_ACCESS_INPUT_ATTACHMENT_READ_BIT: reads of input attachments."""
     shader_read = 0x00000020
+    """VK_ACCESS_SHADER_READ_BIT: reads of storage buffers and images by shaders."""
     shader_write = 0x00000040
+    """VK_ACCESS_SHADER_WRITE_BIT: writes of storage buffers and images by shaders."""
     color_attachment_read = 0x00000080
+    """VK_ACCESS_COLOR_ATTACHMENT_READ_BIT: reads of color attachments."""
     color_attachment_write = 0x00000100
+    """VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT: writes of color attachments."""
     depth_stencil_attachment_read = 0x00000200
+    """VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_READ_BIT: reads of depth/stencil attachments."""
     depth_stencil_attachment_write = 0x00000400
+    """VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT: writes of depth/stencil attachments."""
     transfer_read = 0x00000800
+    """VK_ACCESS_TRANSFER_READ_BIT: reads by copy commands."""
     transfer_write = 0x00001000
+    """VK_ACCESS_TRANSFER_WRITE_BIT: writes by copy and fill commands."""
     host_read = 0x00002000
+    """VK_ACCESS_HOST_READ_BIT: reads by the host (through a host view)."""
     host_write = 0x00004000
+    """VK_ACCESS_HOST_WRITE_BIT: writes by the host (through a host view)."""
     memory_read = 0x00008000
+    """VK_ACCESS_MEMORY_READ_BIT: every kind of read."""
     memory_write = 0x00010000
+    """VK_ACCESS_MEMORY_WRITE_BIT: every kind of write."""
 
 
 class PipelineStageFlagBits(_enum.IntFlag):
     """Vulkan VkPipelineStageFlagBits, for :class:`OpMemoryBarrier`."""
 
     none = 0
+    """No stage (VK_PIPELINE_STAGE_NONE)."""
     top_of_pipe = 0x00000001
+    """VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT: the start of the commands."""
     draw_indirect = 0x00000002
+    """VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT: where indirect command data is read."""
     vertex_input = 0x00000004
+    """VK_PIPELINE_STAGE_VERTEX_INPUT_BIT: where vertex and index buffers are read."""
     vertex_shader = 0x00000008
+    """VK_PIPELINE_STAGE_VERTEX_SHADER_BIT."""
     tessellation_control_shader = 0x00000010
+    """VK_PIPELINE_STAGE_TESSELLATION_CONTROL_SHADER_BIT."""
     tessellation_evaluation_shader = 0x00000020
+    """VK_PIPELINE_STAGE_TESSELLATION_EVALUATION_SHADER_BIT."""
     geometry_shader = 0x00000040
+    """VK_PIPELINE_STAGE_GEOMETRY_SHADER_BIT."""
     fragment_shader = 0x00000080
+    """VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT."""
     early_fragment_tests = 0x00000100
+    """VK_PIPELINE_STAGE_EARLY_FRAGMENT_TESTS_BIT."""
     late_fragment_tests = 0x00000200
+    """VK_PIPELINE_STAGE_LATE_FRAGMENT_TESTS_BIT."""
     color_attachment_output = 0x00000400
+    """VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT."""
     compute_shader = 0x00000800
+    """VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT: compute shaders (dispatches)."""
     transfer = 0x00001000
+    """VK_PIPELINE_STAGE_TRANSFER_BIT: copy and fill commands."""
     bottom_of_pipe = 0x00002000
+    """VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT: the end of the commands."""
     host = 0x00004000
+    """VK_PIPELINE_STAGE_HOST_BIT: host reads and writes of memory."""
     all_graphics = 0x00008000
+    """VK_PIPELINE_STAGE_ALL_GRAPHICS_BIT: every graphics stage."""
     all_commands = 0x00010000
+    """VK_PIPELINE_STAGE_ALL_COMMANDS_BIT: every command."""
 
 
 # --- Logging -------------------------------------------------------------------
@@ -266,23 +306,41 @@ _atexit.register(_at_exit)
 # bool, int and float, as upstream's module does. Defined last, so that the
 # builtins keep their meaning everywhere above.
 device = MemoryTypes.device
+"""MemoryTypes.device, under upstream's module-level name."""
 host = MemoryTypes.host
+"""MemoryTypes.host, under upstream's module-level name."""
 storage = MemoryTypes.storage
+"""MemoryTypes.storage, under upstream's module-level name."""
 deviceAndHost = MemoryTypes.deviceAndHost
+"""MemoryTypes.deviceAndHost, under upstream's module-level name."""
 bool = DataTypes.bool  # noqa: A001
+"""DataTypes.bool, under upstream's module-level name."""
 int = DataTypes.int  # noqa: A001
+"""DataTypes.int, under upstream's module-level name."""
 uint = DataTypes.uint
+"""DataTypes.uint, under upstream's module-level name."""
 float = DataTypes.float  # noqa: A001
+"""DataTypes.float, under upstream's module-level name."""
 double = DataTypes.double
+"""DataTypes.double, under upstream's module-level name."""
 custom = DataTypes.custom
+"""DataTypes.custom, under upstream's module-level name."""
 short = DataTypes.short
+"""DataTypes.short, under upstream's module-level name."""
 ushort = DataTypes.ushort
+"""DataTypes.ushort, under upstream's module-level name."""
 char = DataTypes.char
+"""DataTypes.char, under upstream's module-level name."""
 uchar = DataTypes.uchar
+"""DataTypes.uchar, under upstream's module-level name."""
 long = DataTypes.long
+"""DataTypes.long, under upstream's module-level name."""
 ulong = DataTypes.ulong
+"""DataTypes.ulong, under upstream's module-level name."""
 half = DataTypes.half
+"""DataTypes.half, under upstream's module-level name."""
 bfloat16 = DataTypes.bfloat16
+"""DataTypes.bfloat16, under upstream's module-level name."""
 
 __all__ = [
     "Algorithm",

@@ -50,8 +50,9 @@ class OpTensorCopy(_kp.OpCopy):
         super().__init__(tensors)
 
 
-# Module attributes reached through kp.__getattr__, which warns first.
 MODULE_ALIASES = {"TensorTypes": ("kp.MemoryTypes", _kp.MemoryTypes)}
+"""Kompute 0.9.0's module attributes, reached through kp.__getattr__ (which warns first):
+name -> (current spelling, value)."""
 
 
 def _accepting_tensor_type(method, name):

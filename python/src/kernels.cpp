@@ -173,9 +173,9 @@ void
 bindRows(nb::module_& m)
 {
     nb::enum_<ReduceOp>(m, "ReduceOp", "The reduction of kp.OpReduce.")
-      .value("sum", ReduceOp::eSum)
-      .value("mean", ReduceOp::eMean)
-      .value("max", ReduceOp::eMax)
+      .value("sum", ReduceOp::eSum, "sum of the row")
+      .value("mean", ReduceOp::eMean, "mean of the row")
+      .value("max", ReduceOp::eMax, "largest value of the row")
       .value("argmax", ReduceOp::eArgmax, "index of the largest value (the first on ties; NaN never wins)");
 
     nb::class_<OpReduce, KernelOp>(m,

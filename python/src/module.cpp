@@ -211,7 +211,7 @@ bindSyncOperation(nb::module_& m, const char* name, const char* doc)
            "offset"_a,
            "count"_a,
            keepGil,
-           "Syncs elements [offset, offset + count) of each tensor (ours).");
+           "Syncs elements [offset, offset + count) of each tensor.");
 }
 
 // --- Slots of kp.Memory: the buffer protocol -----------------------------
@@ -376,11 +376,11 @@ NB_MODULE(_kp, m)
       .value("ushort", DataTypes::eUnsignedShort, "16-bit unsigned integer [uint16].")
       .value("char", DataTypes::eChar, "8-bit signed integer [int8].")
       .value("uchar", DataTypes::eUnsignedChar, "8-bit unsigned integer [uint8].")
-      .value("long", DataTypes::eLong, "64-bit signed integer [int64] (ours).")
-      .value("ulong", DataTypes::eUnsignedLong, "64-bit unsigned integer [uint64] (ours).")
-      .value("half", DataTypes::eHalf, "16-bit float [float16] (ours).")
+      .value("long", DataTypes::eLong, "64-bit signed integer [int64].")
+      .value("ulong", DataTypes::eUnsignedLong, "64-bit unsigned integer [uint64].")
+      .value("half", DataTypes::eHalf, "16-bit float [float16].")
       .value("bfloat16", DataTypes::eBFloat16,
-             "bfloat16, 16 bits (ours): numpy views are uint16 (the raw bits), or "
+             "bfloat16, 16 bits: numpy views are uint16 (the raw bits), or "
              "ml_dtypes.bfloat16 where that package is installed.")
       ;
 
@@ -503,8 +503,7 @@ NB_MODULE(_kp, m)
       .def("is_host_view_direct", &Memory::isHostViewDirect, keepGil,
            "True when the host view is the device memory itself (host and deviceAndHost "
            "tensors, on every device): no staging copy, and OpSyncDevice / OpSyncLocal only "
-           "order accesses. Device tensors' host views are a copy of their own everywhere "
-           "(ours).")
+           "order accesses. Device tensors' host views are a copy of their own everywhere.")
       .def("destroy", &Memory::destroy, releaseGil,
            "Frees the GPU memory, without waiting: once work in flight that may use it has "
            "completed. Afterwards every use raises kp.DestroyedError (arrays from data() stay "
@@ -525,7 +524,7 @@ NB_MODULE(_kp, m)
         [](nb::handle self, ArrayLike values) { tensorUpload(self, values.object); },
         "values"_a,
         keepGil,
-        "set_data(values) and an evaluated OpSyncDevice in one call (ours), returning once the "
+        "set_data(values) and an evaluated OpSyncDevice in one call, returning once the "
         "device holds the data. For large tensors the copy into the staging buffer and the "
         "transfer run side by side (64 MiB chunks), so it is faster than the two steps. Runs "
         "on the Manager's queue 0; work in flight that uses the tensor must be awaited first.")
@@ -533,12 +532,12 @@ NB_MODULE(_kp, m)
         "download",
         [](nb::handle self) { return tensorDownload(self); },
         keepGil,
-        "An evaluated OpSyncLocal and a copy of the host view into a new numpy array (ours), "
+        "An evaluated OpSyncLocal and a copy of the host view into a new numpy array, "
         "overlapped like upload(). The array does not share memory with the tensor.");
 
     nb::enum_<kp::WaitStrategy>(m,
                                 "WaitStrategy",
-                                "How evaluations wait for the device (ours; see "
+                                "How evaluations wait for the device (see "
                                 "Manager.set_wait_strategy).")
       .value("auto",
              kp::WaitStrategy::eAuto,
@@ -555,7 +554,7 @@ NB_MODULE(_kp, m)
 
     nb::enum_<vk::ImageTiling>(m,
                                "ImageTiling",
-                               "How an image's texels are laid out in device memory (ours).")
+                               "How an image's texels are laid out in device memory.")
       .value("optimal",
              vk::ImageTiling::eOptimal,
              "The driver's own layout (the default for device and storage images).")
@@ -577,8 +576,8 @@ NB_MODULE(_kp, m)
         "data_hwc",
         [](nb::handle self) { return imageDataHwc(self); },
         keepGil,
-        "The host view as a numpy array of shape (height, width, channels), without a copy "
-        "(ours): image[y, x, c] is channel c of the texel in row y, column x. Like data() (the "
+        "The host view as a numpy array of shape (height, width, channels), without a copy"
+        ": image[y, x, c] is channel c of the texel in row y, column x. Like data() (the "
         "same memory, flat), it keeps the image alive (its .base is the image), does not talk "
         "to the GPU, and raises kp.DestroyedError once the image or its Manager is destroyed.")
       .def("width", &kp::Image::getWidth, keepGil, "Width in texels.")
@@ -586,7 +585,7 @@ NB_MODULE(_kp, m)
       .def("num_channels", &kp::Image::getNumChannels, keepGil,
            "Channels per texel: 1, 2 or 4.")
       .def("tiling", &kp::Image::getTiling, keepGil,
-           "The image's tiling (kp.ImageTiling) (ours).")
+           "The image's tiling (kp.ImageTiling).")
       .def(
         "__repr__",
         [](kp::Image& self) {
@@ -734,7 +733,7 @@ NB_MODULE(_kp, m)
         "the previous ones; see clear_constants). Sequences that recorded it re-record "
         "themselves.")
       .def("clear_constants", &kp::Algorithm::clearConstants, releaseGil,
-           "Forgets the specialization and push constants and the built pipeline (ours), so "
+           "Forgets the specialization and push constants and the built pipeline, so "
            "that the next rebuild() uses only the constants it is given: for moving an "
            "algorithm to a shader that declares none, which rebuild() with empty constants "
            "cannot do (it keeps the previous ones). Until that rebuild() the algorithm is not "
@@ -748,7 +747,7 @@ NB_MODULE(_kp, m)
         },
         "tensors"_a,
         keepGil,
-        "Binds other tensors of the same kinds without rebuilding the pipeline (ours).")
+        "Binds other tensors of the same kinds without rebuilding the pipeline.")
       .def("set_workgroup",
            &kp::Algorithm::setWorkgroup,
            "workgroup"_a,
@@ -862,9 +861,9 @@ NB_MODULE(_kp, m)
       .def("clear", &kp::Sequence::clear, releaseGil,
            "Drops the recorded operations and ends recording.")
       .def("begin", &kp::Sequence::begin, releaseGil,
-           "Starts a new, empty batch (ours; record() does it when needed).")
+           "Starts a new, empty batch (record() does it when needed).")
       .def("end", &kp::Sequence::end, releaseGil,
-           "Ends recording (ours; eval() does it when needed).")
+           "Ends recording (eval() does it when needed).")
       .def("rerecord", &kp::Sequence::rerecord, releaseGil,
            "Records the batch's operations again into a fresh command buffer.")
       .def("get_timestamps", &kp::Sequence::getTimestamps, releaseGil,
@@ -873,26 +872,26 @@ NB_MODULE(_kp, m)
            "differences by get_device_properties()['timestamp_period'] for nanoseconds, or use "
            "get_timestamps_ns().")
       .def("get_timestamps_ns", &kp::Sequence::getTimestampsNs, releaseGil,
-           "The timestamps in nanoseconds (ours).")
+           "The timestamps in nanoseconds.")
       .def("wait_for",
            &kp::Sequence::waitFor,
            "other"_a,
            keepGil,
            "Makes every later submission of this sequence wait, on the GPU, for the latest "
-           "submission of `other` (ours), so a chain a -> b -> c of eval_async() calls needs "
+           "submission of `other`, so a chain a -> b -> c of eval_async() calls needs "
            "no host wait in between: await only the last. The dependency stays until "
            "clear_waits(). Where the device has timeline semaphores no host wait is involved, "
            "even across queues; elsewhere the submission waits on the host for `other`. A "
            "sequence never submitted is not waited for. Returns this sequence.")
       .def("recorded_barrier_count", &kp::Sequence::recordedBarrierCount, keepGil,
            "Pipeline barriers the sequence recorded between the operations of the current "
-           "batch (ours): one before each operation that reads what an earlier one wrote or "
+           "batch: one before each operation that reads what an earlier one wrote or "
            "writes what an earlier one read or wrote, and around custom operations that declare "
            "no accesses. Independent operations need none.")
       .def("clear_waits", &kp::Sequence::clearWaits, keepGil,
-           "Drops the dependencies added by wait_for() (ours).")
+           "Drops the dependencies added by wait_for().")
       .def("submission_count", &kp::Sequence::submissionCount, keepGil,
-           "Number of submissions so far (ours); the value this sequence's timeline semaphore "
+           "Number of submissions so far; the value this sequence's timeline semaphore "
            "reaches when the latest one completes.")
       .def(
         "destroy",
@@ -1008,9 +1007,9 @@ NB_MODULE(_kp, m)
         "DataTypes.custom; data() then shows the same structured elements). Other dtypes, "
         "DLPack arrays in another device's memory, and numbers instead of arrays raise "
         "TypeError (mgr.tensor_t(4) is refused: use zeros(4) for 4 elements, [4] for one). "
-        "With `dtype` (ours: a numpy dtype, a structured dtype or kp.DataTypes) the data is "
+        "With `dtype` (a numpy dtype, a structured dtype or kp.DataTypes) the data is "
         "converted to it first; dtype=kp.DataTypes.bfloat16 (or \"bfloat16\") rounds floats "
-        "to bfloat16 and takes uint16 data as the raw bits. With `element_size` (ours) the "
+        "to bfloat16 and takes uint16 data as the raw bits. With `element_size` the "
         "bytes of `data` (bytes, bytearray, memoryview or any array) become custom elements "
         "of that many bytes, whose data() shows them as raw void elements; their total must "
         "be a whole number of elements (else ValueError).")
@@ -1027,7 +1026,7 @@ NB_MODULE(_kp, m)
                 "MemoryTypes.device) -> Tensor"),
         nb::keep_alive<0, 1>(),
         keepGil,
-        "A tensor of `shape` elements (ours; an int, or a tuple of ints whose product it "
+        "A tensor of `shape` elements (an int, or a tuple of ints whose product it "
         "holds, flattened, as numpy counts them) of `dtype`: anything tensor_t's dtype takes "
         "(a numpy dtype, kp.DataTypes, \"bfloat16\", ml_dtypes.bfloat16) or a structured "
         "dtype (custom elements of its size); float32 by default, as mgr.tensor. Both its "
@@ -1047,7 +1046,7 @@ NB_MODULE(_kp, m)
                 "MemoryTypes.device) -> Tensor"),
         nb::keep_alive<0, 1>(),
         keepGil,
-        "Like zeros() but without writing anything (ours; C++ Manager::tensorT<T>(size)): "
+        "Like zeros() but without writing anything (C++ Manager::tensorT<T>(size)): "
         "the host view and the device memory hold whatever the memory held before, not "
         "necessarily zeros nor the same values; for outputs that a shader or a copy fills. "
         "Costs no upload.")
@@ -1215,7 +1214,7 @@ NB_MODULE(_kp, m)
         [](kp::Manager& self) { return memoryStatsDict(self.memoryStats()); },
         nb::sig("def memory_stats(self) -> dict[str, typing.Any]"),
         keepGil,
-        "Device memory use (ours): allocated_bytes, used_bytes, device_memory_count, and "
+        "Device memory use: allocated_bytes, used_bytes, device_memory_count, and "
         "memory_types, a list with the same figures (and peak_used_bytes, allocation_count, "
         "property_flags) per Vulkan memory type.")
       .def(
@@ -1230,7 +1229,7 @@ NB_MODULE(_kp, m)
         },
         nb::sig("def pipeline_stats(self) -> dict[str, int]"),
         keepGil,
-        "Pipeline objects (ours): shader_modules_created, pipelines_created, live_pipelines. "
+        "Pipeline objects: shader_modules_created, pipelines_created, live_pipelines. "
         "Algorithms of the same SPIR-V, specialization constants and layout share one shader "
         "module, pipeline layout and pipeline.")
       .def("set_wait_strategy",
@@ -1239,32 +1238,32 @@ NB_MODULE(_kp, m)
            "auto_spin_limit_ns"_a = kp::Manager::kDefaultAutoSpinLimitNs,
            keepGil,
            "How the waits of this manager's sequences (eval, eval_await, the one-liner) wait "
-           "for the device (ours): kp.WaitStrategy.auto (the default, or KOMPUTE_ENV_WAIT), "
+           "for the device: kp.WaitStrategy.auto (the default, or KOMPUTE_ENV_WAIT), "
            ".spin or .block. auto_spin_limit_ns is the longest auto polls before it blocks "
            "(default 100 us). Takes effect at the next wait.")
       .def("get_wait_strategy", &kp::Manager::getWaitStrategy, keepGil,
-           "The wait strategy (ours; see set_wait_strategy).")
+           "The wait strategy (see set_wait_strategy).")
       .def("get_auto_spin_limit_ns", &kp::Manager::getAutoSpinLimitNs, keepGil,
-           "The longest WaitStrategy.auto polls before it blocks, in ns (ours).")
+           "The longest WaitStrategy.auto polls before it blocks, in ns.")
       .def("queue_count", &kp::Manager::queueCount, keepGil,
-           "Number of queues (sequence(queue_index) takes queue_index below it) (ours).")
+           "Number of queues (sequence(queue_index) takes queue_index below it).")
       .def("queue_family_index", &kp::Manager::queueFamilyIndex, "queue_index"_a, keepGil,
-           "The queue family of queue `queue_index` (ours).")
+           "The queue family of queue `queue_index`.")
       .def_static("compute_queue_families",
                   &kp::Manager::computeQueueFamilies,
                   "count"_a,
                   "device"_a = 0,
                   releaseGil,
                   "Family indices for `count` compute queues of physical device `device`, to "
-                  "pass as Manager(device, family_queue_indices) (ours): queues of compute-only "
+                  "pass as Manager(device, family_queue_indices): queues of compute-only "
                   "families first (GPUs run them beside the general queue), then of the other "
                   "compute families. Raises kp.Error if the device has fewer compute queues.")
       .def("load_pipeline_cache", &kp::Manager::loadPipelineCache, "path"_a, releaseGil,
-           "Merges a pipeline cache file saved by save_pipeline_cache (ours). Returns False, "
+           "Merges a pipeline cache file saved by save_pipeline_cache. Returns False, "
            "with a warning, if it is missing or from another device or driver.")
       .def("save_pipeline_cache", &kp::Manager::savePipelineCache, "path"_a, releaseGil,
            "Writes the manager's pipeline cache to a file, so algorithms build faster next "
-           "time (ours).");
+           "time.");
 
     bindLlm(m);
 }

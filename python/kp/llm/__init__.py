@@ -21,9 +21,13 @@ from .._kp import Error
 from .._kp import llm as _llm
 
 GgufFile = _llm.GgufFile
+"""A GGUF model file, memory-mapped: its metadata and tensor infos (kp._kp.llm.GgufFile)."""
 Tokenizer = _llm.Tokenizer
+"""Text to token ids and back, with a GGUF file's own tokenizer (kp._kp.llm.Tokenizer)."""
 Sampler = _llm.Sampler
+"""Picks the next token from logits: greedy, temperature, top-k, top-p (kp._kp.llm.Sampler)."""
 Model = _llm.Model
+"""A Llama-family model on the device with one context (KV cache) (kp._kp.llm.Model)."""
 
 __all__ = ["GgufFile", "Model", "Sampler", "Tokenizer"]
 for _name in __all__:

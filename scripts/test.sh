@@ -14,8 +14,9 @@
 #   6. the concurrency tests under ThreadSanitizer, and a quick run of the
 #      installed kompute-bench with --plot (refused without matplotlib, then
 #      drawn with it)
-#   7. the documentation site (scripts/docs.sh: Doxygen errors fail it),
-#      where doxygen is installed (scripts/install-deps.sh --docs)
+#   7. the documentation site (scripts/docs.sh with DOCS_STRICT=1: Doxygen
+#      errors and undocumented public names fail it), where doxygen is
+#      installed (scripts/install-deps.sh --docs; CI installs it)
 # Build folders: ${BUILD_PREFIX}-test, -asan, -shared (BUILD_PREFIX=build).
 # TEST_TIMEOUT: seconds one test binary may run (600).
 set -euo pipefail
@@ -330,12 +331,13 @@ end_step
 
 # --- 7. Documentation ------------------------------------------------------------
 
-# The API reference and user guide, from the test venv's kp (about a minute).
-# doxygen is optional (scripts/install-deps.sh --docs): without it the step
+# The API reference and user guide, from the test venv's kp (seconds), with
+# warnings as errors: every public name documented. doxygen is optional here
+# (scripts/install-deps.sh --docs; .ci/run installs it): without it the step
 # says so and is skipped.
 begin_step "documentation (scripts/docs.sh)"
 if command -v doxygen >/dev/null 2>&1; then
-    PYTHON="$WORK/venv/bin/python" DOCS_DIR="$WORK/docs" scripts/docs.sh
+    DOCS_STRICT=1 PYTHON="$WORK/venv/bin/python" DOCS_DIR="$WORK/docs" scripts/docs.sh
     PASSED=$((PASSED + 1))
     end_step
 else

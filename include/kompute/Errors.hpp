@@ -80,7 +80,7 @@ class DeviceLostError : public VulkanError
 [[noreturn]] void
 throwVulkanError(vk::Result result, const std::string& action);
 
-/** The Vulkan loader library could not be opened (ours). Kompute opens it at
+/** The Vulkan loader library could not be opened. Kompute opens it at
  * run time rather than linking it, so a program starts on a machine without
  * Vulkan and gets this error from the first Manager (or describeDevices(),
  * Manager::computeQueueFamilies()). The message names the libraries tried

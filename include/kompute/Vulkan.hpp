@@ -35,7 +35,7 @@ extern VulkanCommands vulkanCommands;
 namespace kp {
 
 /**
- * vkGetInstanceProcAddr of the Vulkan loader Kompute opened (ours): the
+ * vkGetInstanceProcAddr of the Vulkan loader Kompute opened: the
  * system's libvulkan, or the library KOMPUTE_ENV_VULKAN_LOADER names.
  * Throws kp::VulkanLoaderError where there is none, as the first Manager
  * would.
@@ -54,7 +54,7 @@ vulkanExportedCommand(VkInstance instance, const char* name);
 
 /**
  * Fills a dispatcher of the program's own with the loader Kompute opened, as
- * Kompute fills its own (ours): the global commands, and every command the
+ * Kompute fills its own: the global commands, and every command the
  * loader exports, which are the loader's trampolines and so serve every
  * instance and every device of the process, Kompute's and the program's.
  * Extension commands are not exported: get them per instance

@@ -5,7 +5,7 @@ from ._kp import OpBase
 
 class OpComposite(OpBase):
     """An operation made of other operations, recorded one after the other
-    into the sequence's command buffer as one step (ours): the Python
+    into the sequence's command buffer as one step: the Python
     equivalent of a custom C++ operation, since Python cannot record Vulkan
     commands itself.
 

@@ -388,7 +388,7 @@ bindOperationBase(nb::module_& m)
       m,
       "OpBase",
       "Base class of the operations a Sequence records. Subclass it to write an operation in "
-      "Python (ours): implement record(self, command_buffer), and optionally pre_eval(self, "
+      "Python: implement record(self, command_buffer), and optionally pre_eval(self, "
       "command_buffer) and post_eval(self, command_buffer) (called on the host before each "
       "submission and after it completed), needs_rerecord(self) -> bool (True: the sequence "
       "records its batch anew before the next submission) and declare_accesses(self) (None, "
@@ -412,7 +412,7 @@ bindOperationBase(nb::module_& m)
         },
         "command_buffer"_a,
         keepGil,
-        "Records this operation's commands into `command_buffer` (ours): only from within the "
+        "Records this operation's commands into `command_buffer`: only from within the "
         "record() of an operation written in Python, with the command_buffer it was given. "
         "Objects of another Manager than the recording sequence's raise kp.Error before "
         "anything is recorded. A built-in operation recorded this way puts a barrier before "
@@ -425,7 +425,7 @@ bindOperationBase(nb::module_& m)
         },
         "command_buffer"_a,
         keepGil,
-        "The operation's checks before a submission (ours; e.g. that its objects are alive): "
+        "The operation's checks before a submission (e.g. that its objects are alive): "
         "only from within the pre_eval() of an operation written in Python, with the "
         "command_buffer it was given. A subclass's own does nothing unless overridden.")
       .def(
@@ -436,7 +436,7 @@ bindOperationBase(nb::module_& m)
         },
         "command_buffer"_a,
         keepGil,
-        "The operation's work after a submission completed (ours): only from within the "
+        "The operation's work after a submission completed: only from within the "
         "post_eval() of an operation written in Python, with the command_buffer it was given. "
         "A subclass's own does nothing unless overridden.")
       .def(
@@ -450,13 +450,13 @@ bindOperationBase(nb::module_& m)
         },
         keepGil,
         "True when the commands recorded earlier are stale (an algorithm was rebuilt or "
-        "rebound), so the sequence must record its batch anew (ours). An operation made of "
+        "rebound), so the sequence must record its batch anew. An operation made of "
         "others returns True when any of them does. False unless overridden.");
 
     nb::class_<PyMemoryAccess> access(
       m,
       "MemoryAccess",
-      "How the commands of an operation touch a tensor or image (ours), as an operation "
+      "How the commands of an operation touch a tensor or image, as an operation "
       "written in Python declares it in declare_accesses(): the object, which part of it, the "
       "pipeline stages and the access flags (kp.PipelineStageFlagBits / kp.AccessFlagBits "
       "values). Keeps the object alive.");

@@ -118,7 +118,7 @@ class OpBase
 
     /**
      * Records `inner` into `commandBuffer` from within another operation's
-     * record(), for operations made of other operations (ours). During a
+     * record(), for operations made of other operations. During a
      * Sequence's recording it first checks, as Sequence::record does, that
      * the objects `inner` declares belong to the sequence's Manager, and
      * throws kp::Error before recording anything otherwise. Built-in

@@ -7,6 +7,7 @@ validation-layer errors at error level, prefixed "[validation]". A test that
 provokes one on purpose is marked ``@pytest.mark.expect_validation_errors``.
 """
 
+import faulthandler
 import gc
 import logging
 import os
@@ -19,6 +20,10 @@ os.environ.setdefault("KOMPUTE_ENV_DEBUG_LAYERS", "VK_LAYER_KHRONOS_validation")
 os.environ.setdefault(
     "VK_LAYER_ENABLES", "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
 )
+# Newer layers (the settings framework) read it from here too, and count
+# shader writes to storage buffers only with their SPIR-V analysis on.
+os.environ.setdefault("VK_KHRONOS_VALIDATION_VALIDATE_SYNC", "true")
+os.environ.setdefault("VK_KHRONOS_VALIDATION_SYNCVAL_SHADER_ACCESSES_HEURISTIC", "true")
 
 import pytest  # noqa: E402
 
@@ -34,6 +39,27 @@ def pytest_configure(config):
         "markers",
         "expect_validation_errors: the test provokes Vulkan validation errors on purpose",
     )
+
+
+# The per-test time limit (KP_TEST_TIMEOUT, seconds; unset or 0: none). A test
+# that runs past it has every thread's Python stack printed and ends the
+# process (faulthandler, from the standard library: it works while the main
+# thread is blocked in C++ code, where a signal handler in Python would never
+# run), so a hang on a GPU says where it is instead of eating the run's time.
+_TEST_TIMEOUT = float(os.environ.get("KP_TEST_TIMEOUT", "0") or 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if _TEST_TIMEOUT > 0:
+        sys.stderr.write(f"\n[kp-test-start] {item.nodeid}\n")
+        sys.stderr.flush()
+        faulthandler.dump_traceback_later(_TEST_TIMEOUT, exit=True)
+    try:
+        yield
+    finally:
+        if _TEST_TIMEOUT > 0:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_report_header(config):
@@ -98,3 +124,4 @@ def device_properties():
 @pytest.fixture(scope="session")
 def examples_dir():
     return REPO_ROOT / "examples" / "python"
+

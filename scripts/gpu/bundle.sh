@@ -23,12 +23,14 @@ find "$build" -maxdepth 3 -name 'lib*.so.0.9' -exec cp -L {} "$BUNDLE"/ \;
 find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \
     -o -name 'kompute-llm' \) \
     -exec cp {} "$BUNDLE"/ \;
-strip "$BUNDLE"/* 2>/dev/null || true
+# Debug sections go, the symbol tables stay: a hung test's stacks
+# (run_suites.py attaches a debugger) then name their functions.
+strip --strip-debug "$BUNDLE"/* 2>/dev/null || true
 cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py tools/latency_table.py "$BUNDLE"/
 # The pytest suites of this tree, so that the device runs this tree's tests.
 cp -r python/tests "$BUNDLE"/python-tests
 # The device scripts of this tree (the device tool sends main's checkout).
-cp scripts/gpu/run-on-device.sh "$BUNDLE"/
+cp scripts/gpu/run-on-device.sh scripts/gpu/run_suites.py "$BUNDLE"/
 
 # The Python module for that machine's Python 3.12 (Debian 12 has 3.11):
 # built as a wheel by a local 3.12 interpreter (PYTHON312, default the
@@ -36,14 +38,18 @@ cp scripts/gpu/run-on-device.sh "$BUNDLE"/
 PYTHON312=${PYTHON312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
 if [ -x "$PYTHON312" ]; then
     rm -rf build-python-gpu/wheel && mkdir -p build-python-gpu/wheel
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet --no-deps . -w build-python-gpu/wheel
+    # A build folder that stays, so that the next bundle rebuilds only what
+    # changed.
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PYTHON312" -m pip wheel --quiet --no-deps . -w build-python-gpu/wheel \
+        -Cbuild-dir=build-python-gpu/build
     "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl "$BUNDLE"/site
     strip "$BUNDLE"/site/kp/_kp*.so
     cp -r benchmarks/python "$BUNDLE"/bench-python
-    # gguf (pure Python) and the two modules it imports, for the LLM
-    # runner's pytest suite, which writes its models with it: the device
-    # reaches no package index.
-    "$PYTHON312" -m pip install --quiet --no-deps --target "$BUNDLE"/site-test gguf pyyaml tqdm ||
+    # gguf (pure Python), for the LLM runner's pytest suite, which writes
+    # its models with it: the device reaches no package index. (The two
+    # modules it imports, yaml and tqdm, are in the device's Python; the
+    # bundle's size counts against the device tool's 64 MiB.)
+    "$PYTHON312" -m pip install --quiet --no-deps --target "$BUNDLE"/site-test gguf ||
         echo "bundle.sh: gguf could not be installed: the device skips the runner's pytest model tests" >&2
     rm -rf "$BUNDLE"/site-test/bin
 else

@@ -3,7 +3,7 @@
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
 # bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [bench|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
+#   scripts/gpu/run-on-device.sh [suites|bench|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
 # latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
 # (the clock falls back when the GPU idles), and the CUDA latency reference,
 # then a table of the figures (tools/latency_table.py).
@@ -68,10 +68,29 @@ for step in "${steps[@]}"; do
         echo "test binaries: $pass passed, $fail failed" | tee "$OUT/tests.txt"
         unset KOMPUTE_ENV_DEBUG_LAYERS VK_LAYER_ENABLES KOMPUTE_ENV_DISABLE
         ;;
+    suites)
+        # Every C++ test binary and every pytest file of the bundle, 8 at a
+        # time, validation layer on (bf16 matrices off under it, as in the
+        # tests step), each binary or file limited to SUITES_BINARY_TIMEOUT
+        # seconds (240) and each test to SUITES_TEST_TIMEOUT (60); a test
+        # past its limit has every thread's stack printed (cuda-gdb attaches
+        # to it). Writes SUITES_TAG-summary.txt (the table), -failed.log and
+        # -logs.tar.gz into $OUT as it goes (scripts/gpu/run_suites.py).
+        # About 4 minutes on the H200.
+        PATH=$PATH:/usr/local/cuda/bin \
+        KOMPUTE_LLM=$PWD/$B/kompute-llm \
+        PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/$B/site-test \
+        KOMPUTE_ENV_DISABLE=${KOMPUTE_ENV_DISABLE-bfloat16} \
+        KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation \
+        VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
+            python3 "$(dirname "$0")"/run_suites.py "$B" "$OUT" --tag "${SUITES_TAG:-suites}" \
+            --jobs "${SUITES_JOBS:-8}" --binary-timeout "${SUITES_BINARY_TIMEOUT:-240}" \
+            --test-timeout "${SUITES_TEST_TIMEOUT:-60}" ${SUITES_ARGS:-}
+        ;;
     tests-bf16)
         # The matrix kernels' suite with bf16 cooperative matrices on, without
         # the validation layer (see tests).
-        timeout 300 $B/test_kernels_matmul --gtest_brief=1 > "$OUT/test_kernels_matmul-bf16.log" 2>&1
+        KOMPUTE_TEST_VALIDATION=0 timeout 300 $B/test_kernels_matmul --gtest_brief=1 > "$OUT/test_kernels_matmul-bf16.log" 2>&1
         echo "test_kernels_matmul (bf16 on, no validation layer): rc $?" | tee -a "$OUT/tests.txt"
         tail -5 "$OUT/test_kernels_matmul-bf16.log"
         ;;

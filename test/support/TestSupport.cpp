@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "TestSupport.hpp"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
 
 // The storage of the suites' Vulkan-Hpp default dispatcher (the test targets
 // build with VULKAN_HPP_DISPATCH_LOADER_DYNAMIC=1; main() fills it).
@@ -102,6 +108,97 @@ class UncheckedValidationListener : public ::testing::EmptyTestEventListener
     }
 
     bool mFailed = false;
+};
+
+/**
+ * The per-test time limit (KOMPUTE_TEST_TIMEOUT, seconds; unset or 0: none).
+ * A test that runs past it is reported by name, the command in
+ * KOMPUTE_TEST_HANG_COMMAND runs (its "%p" replaced by this process's id:
+ * say, a debugger printing every thread's stack), and the binary exits with
+ * status 124, as timeout(1) does. A hang on a GPU then says where it is
+ * instead of eating the whole run's time limit.
+ */
+class TestWatchdog : public ::testing::EmptyTestEventListener
+{
+  public:
+    explicit TestWatchdog(std::chrono::seconds limit)
+      : mLimit(limit)
+      , mThread([this] { watch(); })
+    {
+    }
+    ~TestWatchdog() override
+    {
+        {
+            std::lock_guard<std::mutex> lock(mMutex);
+            mStopping = true;
+        }
+        mChanged.notify_all();
+        mThread.join();
+    }
+
+    void OnTestStart(const ::testing::TestInfo& info) override
+    {
+        std::lock_guard<std::mutex> lock(mMutex);
+        mTest = std::string(info.test_suite_name()) + "." + info.name();
+        mDeadline = std::chrono::steady_clock::now() + mLimit;
+        mRunning = true;
+        mChanged.notify_all();
+    }
+    void OnTestEnd(const ::testing::TestInfo&) override
+    {
+        std::lock_guard<std::mutex> lock(mMutex);
+        mRunning = false;
+        mChanged.notify_all();
+    }
+
+  private:
+    void watch()
+    {
+        std::unique_lock<std::mutex> lock(mMutex);
+        while (!mStopping) {
+            if (!mRunning) {
+                mChanged.wait(lock);
+                continue;
+            }
+            if (mChanged.wait_until(lock, mDeadline) == std::cv_status::timeout && mRunning &&
+                std::chrono::steady_clock::now() >= mDeadline) {
+                std::fprintf(stderr,
+                             "[   HUNG   ] %s ran past the test time limit of %lld s "
+                             "(KOMPUTE_TEST_TIMEOUT)\n",
+                             mTest.c_str(),
+                             static_cast<long long>(mLimit.count()));
+                std::fflush(stderr);
+                runHangCommand();
+                std::fflush(stdout);
+                std::_Exit(124);
+            }
+        }
+    }
+
+    static void runHangCommand()
+    {
+        const char* command = std::getenv("KOMPUTE_TEST_HANG_COMMAND");
+        if (command == nullptr || *command == '\0') {
+            return;
+        }
+        std::string line(command);
+        std::string pid = std::to_string(static_cast<long long>(getpid()));
+        for (size_t at = line.find("%p"); at != std::string::npos; at = line.find("%p", at)) {
+            line.replace(at, 2, pid);
+            at += pid.size();
+        }
+        int status = std::system(line.c_str());
+        std::fprintf(stderr, "[   HUNG   ] '%s' exited with status %d\n", line.c_str(), status);
+    }
+
+    const std::chrono::seconds mLimit;
+    std::mutex mMutex;
+    std::condition_variable mChanged;
+    bool mStopping = false;
+    bool mRunning = false;
+    std::string mTest;
+    std::chrono::steady_clock::time_point mDeadline;
+    std::thread mThread; // last: starts once the state above exists
 };
 
 } // namespace
@@ -446,11 +543,23 @@ int
 main(int argc, char** argv)
 {
     // Set before any Manager exists: the Manager reads the layer list, and
-    // the layer its settings, at instance creation.
-    kp_test::ensureListed("KOMPUTE_ENV_DEBUG_LAYERS", kp_test::kValidationLayer, " ");
+    // the layer its settings, at instance creation. KOMPUTE_TEST_VALIDATION=0
+    // runs without the layer, for paths an installed layer does not know
+    // (the GPU scripts' tests-bf16: the H200's layer predates bfloat16).
+    const char* validation = std::getenv("KOMPUTE_TEST_VALIDATION");
+    if (validation == nullptr || std::strcmp(validation, "0") != 0) {
+        kp_test::ensureListed("KOMPUTE_ENV_DEBUG_LAYERS", kp_test::kValidationLayer, " ");
+    }
     // The layer splits VK_LAYER_ENABLES at ':' on Linux (',' is not a
     // separator there: a list joined with it enables nothing).
     kp_test::ensureListed("VK_LAYER_ENABLES", kp_test::kSyncValidation, ":");
+    // Layers of the settings framework (the H200's 1.4.309) read their
+    // settings from VK_KHRONOS_VALIDATION_* (and still honour the list
+    // above). Without their SPIR-V analysis they count no shader writes to
+    // storage buffers: a dispatch followed by an unordered copy of what it
+    // wrote went unreported (test_dispatch's missing-barrier test).
+    setenv("VK_KHRONOS_VALIDATION_VALIDATE_SYNC", "true", 0);
+    setenv("VK_KHRONOS_VALIDATION_SYNCVAL_SHADER_ACCESSES_HEURISTIC", "true", 0);
 
     ::testing::InitGoogleTest(&argc, argv);
 
@@ -471,6 +580,10 @@ main(int argc, char** argv)
 
     auto* listener = new kp_test::UncheckedValidationListener;
     ::testing::UnitTest::GetInstance()->listeners().Append(listener); // gtest owns it
+    if (const char* limit = std::getenv("KOMPUTE_TEST_TIMEOUT"); limit && std::atoi(limit) > 0) {
+        ::testing::UnitTest::GetInstance()->listeners().Append(
+          new kp_test::TestWatchdog(std::chrono::seconds(std::atoi(limit))));
+    }
     int status = RUN_ALL_TESTS();
     if (listener->failed()) {
         status = 1;

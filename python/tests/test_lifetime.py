@@ -231,14 +231,50 @@ class Scene:
             assert o["image"].data().tolist() == [1, 2, 3, 4]
 
 
+def orders_taking_every_step(parts):
+    """Orders of ending `parts` that between them take every step there is:
+    ending part p when exactly the parts of a set S have ended, for every S
+    and p outside it. A step does the same whatever order led to S (each
+    step's check leaves the scene in the same state), so these orders do
+    what all of them do: for 6 parts, 192 steps in 60 orders (the fewest
+    possible), where all 720 orders made 720 Managers, minutes on a GPU with
+    the validation layer. Built greedily: a step not yet taken where there
+    is one, towards the parts with the most steps not yet taken."""
+    everything = frozenset(parts)
+    untaken = {(frozenset(s), p) for n in range(len(parts))
+               for s in itertools.combinations(parts, n) for p in parts if p not in s}
+
+    def untaken_from(ended):
+        return sum(1 for s, _ in untaken if ended <= s)
+
+    orders = []
+    while untaken:
+        ended, order = frozenset(), []
+        while ended != everything:
+            part = max((p for p in parts if p not in ended),
+                       key=lambda p: ((ended, p) in untaken, untaken_from(ended | {p})))
+            untaken.discard((ended, part))
+            order.append(part)
+            ended = ended | {part}
+        orders.append(order)
+    return orders
+
+
 @pytest.mark.parametrize("ending", ["drop", "destroy"])
 def test_every_destruction_order(ending):
-    for order in itertools.permutations(PARTS):
+    orders = orders_taking_every_step(PARTS)
+    assert len(orders) == 60
+    steps = set()
+    for order in orders:
         scene = Scene()
         try:
+            ended = frozenset()
             for part in order:
+                steps.add((ended, part))
                 scene.end(part, ending == "destroy")
                 scene.check_survivors()
+                ended = ended | {part}
         except BaseException as error:
             raise AssertionError(f"destruction order {order}: {error!r}") from error
         del scene
+    assert len(steps) == 6 * 32  # every step of every order was taken

@@ -444,14 +444,17 @@ void main() { uint i = gl_GlobalInvocationID.x; results[i] = subgroupAdd(values[
 TEST_F(CapabilitiesTest, CooperativeMatricesNeedTheirExtension)
 {
     // NVIDIA's: C = A * A for one 16x16 float16 matrix, in one subgroup.
+    // (readonly and writeonly as the shader uses them: the 1.4.309 layer's
+    // SPIR-V analysis took the cooperative-matrix load from a writable A for
+    // a write, and reported it racing with the upload before it.)
     const char* shader = R"(
 #version 450
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) buffer A { float16_t a[]; };
-layout(set = 0, binding = 1) buffer C { float c[]; };
+layout(set = 0, binding = 0) readonly buffer A { float16_t a[]; };
+layout(set = 0, binding = 1) writeonly buffer C { float c[]; };
 void main() {
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
     coopMatLoadNV(ma, a, 0, 16, false);

@@ -416,15 +416,17 @@ TEST_F(LlmContext, BadInputIsAClearErrorAndChangesNothing)
     expectError([&] { context.evaluateGreedy({}); }, "no tokens to evaluate");
     expectError([&] { context.evaluate({ 1 }, Logits::eLast, nullptr); }, "no vector to put the logits in");
     EXPECT_EQ(context.position(), 3u);
-    // What was cached is still there: the next token sees the same context.
+    // What was cached is still there: the next token sees the same context,
+    // bit for bit what the same two steps give on a fresh context. (The
+    // same steps, not {1, 2, 3, 4} in one: a prompt step runs the GEMM,
+    // which on cooperative matrices rounds activations to f16, and a decode
+    // step the mat-vec, so those two differ by rounding on such devices.)
     context.evaluate({ 4 }, Logits::eLast, &logits);
-    std::vector<float> again;
-    context.reset();
-    context.evaluate({ 1, 2, 3, 4 }, Logits::eLast, &again);
-    ASSERT_EQ(logits.size(), again.size());
-    for (size_t i = 0; i < logits.size(); ++i) {
-        ASSERT_NEAR(logits[i], again[i], 1e-3) << "logit " << i;
-    }
+    std::vector<float> untouched;
+    Context fresh(model, ContextOptions{ 16 });
+    fresh.evaluate({ 1, 2, 3 }, Logits::eNone, nullptr);
+    fresh.evaluate({ 4 }, Logits::eLast, &untouched);
+    EXPECT_EQ(logits, untouched);
     expectError([&] { Context unbatched(model, ContextOptions{ 16, 0 }); }, "the batch size must be at least 1");
     const uint64_t maxRange = mgr().getDeviceProperties().limits.maxStorageBufferRange;
     const uint64_t rowBytes = uint64_t(c.headCountKv) * c.headDim * 2;

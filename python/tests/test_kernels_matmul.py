@@ -6,7 +6,8 @@ alpha/beta, batches with strides and offsets, on the paths the device runs
 Tolerances: |c - ref| <= 4e-5 * sum|a b| (f32 accumulation) plus the output
 rounding (2^-10 |ref| for float16 C), against the reference on the operands
 as stored (rounded to float16/bfloat16, dequantized blocks); the
-cooperative-matrix paths round float32 operands to float16 (1e-4), the int-dot
+cooperative-matrix paths round float32 operands and dequantized blocks to
+float16 (1e-4), the int-dot
 mat-vec rounds activations to int8 (1/127)."""
 
 import numpy as np
@@ -14,16 +15,14 @@ import pytest
 
 import kp
 
+from disable_paths import disable_paths
 from kernel_helpers import FLOAT_DTYPES, floats_of, round_to, run, tensor_of
 
 
 @pytest.fixture(params=["default", "tiled"])
 def path(request, monkeypatch):
     """The kernels operations are built with ("tiled": the fallback forced)."""
-    if request.param == "tiled":
-        monkeypatch.setenv("KOMPUTE_ENV_DISABLE", "matvec,coopmat")
-    else:
-        monkeypatch.delenv("KOMPUTE_ENV_DISABLE", raising=False)
+    disable_paths(monkeypatch, "matvec,coopmat" if request.param == "tiled" else "")
     return request.param
 
 
@@ -51,8 +50,10 @@ def matmul(mgr, m, n, k, a_dtype="float32", b_dtype="float32", c_dtype="float32"
     run(mgr, [a, b, c], op, [c])
     coopmat = op.path().startswith("coopmat")
     rounded = "bfloat16" if op.path() == "coopmat-khr-bf16" else "float16"  # what the matrices take
+    # f32 operands and dequantized blocks (d * q is not exact in 16 bits)
+    # enter the cooperative matrices rounded.
     seen_a = round_to(rounded, a_stored) if coopmat and a_dtype == "float32" else a_stored
-    seen_b = round_to(rounded, b_stored) if coopmat and b_dtype == "float32" else b_stored
+    seen_b = round_to(rounded, b_stored) if coopmat and b_dtype in ("float32", "q8_0", "q4_0") else b_stored
     A = seen_a.astype(np.float64).reshape(a_shape)
     B = seen_b.astype(np.float64).reshape(b_shape)
     A = A.T if trans_a else A
@@ -118,6 +119,9 @@ def test_batches_strides_and_offsets(mgr, path):
     op = kp.OpMatMul([a, w, c], m=m, n=n, k=k, trans_b=True, lda=lda, ldc=ldc, batch=batch, stride_a=stride_a,
                      stride_c=stride_c, offset_a=3, offset_c=5, format_b=kp.WeightFormat.q4_0)
     run(mgr, [a, w, c], op, [c])
+    if op.path().startswith("coopmat"):  # what the matrices take (see matmul)
+        a_values = round_to("float16", a_values)
+        w_stored = round_to("float16", w_stored)
     got = c.data()
     for b in range(batch):
         A = np.stack([a_values[3 + b * stride_a + i * lda:][:k] for i in range(m)]).astype(np.float64)

@@ -7,6 +7,7 @@ import pytest
 
 import kp
 
+from disable_paths import disable_paths
 from kernel_helpers import FLOAT_DTYPES, TOLERANCE, assert_near, floats_of, round_to, run, tensor_of
 
 SHAPES = [(1, 1), (3, 5), (2, 257), (5, 1000), (1, 4096)]
@@ -15,10 +16,7 @@ SHAPES = [(1, 1), (3, 5), (2, 257), (5, 1000), (1, 4096)]
 @pytest.fixture(params=["default", "shared-memory"])
 def path(request, monkeypatch):
     """The reduction path operations are built with."""
-    if request.param == "shared-memory":
-        monkeypatch.setenv("KOMPUTE_ENV_DISABLE", "subgroup")
-    else:
-        monkeypatch.delenv("KOMPUTE_ENV_DISABLE", raising=False)
+    disable_paths(monkeypatch, "subgroup" if request.param == "shared-memory" else "")
     return request.param
 
 

@@ -7,6 +7,8 @@ import pytest
 
 import kp
 
+from disable_paths import disable_paths
+
 UPSTREAM_PROPERTY_KEYS = {
     "device_name", "max_work_group_count", "max_work_group_invocations",
     "max_work_group_size", "max_push_constants_size", "timestamps_supported",
@@ -79,10 +81,10 @@ def test_device_properties_have_kompute_infos_fields(mgr):
 
 
 def test_disabled_capabilities_show_and_refuse_shaders(monkeypatch):
-    monkeypatch.setenv("KOMPUTE_ENV_DISABLE", "float16,coopmat")
+    disabled = disable_paths(monkeypatch, "float16,coopmat")
     with kp.Manager() as manager:
         properties = manager.get_device_properties()
-        assert properties["disabled"] == ["float16", "coopmat"]
+        assert properties["disabled"] == disabled
         assert properties["features"]["shaderFloat16"]["enabled"] is False
         assert properties["arithmetic"]["float16"] is False
         source = """

@@ -42,12 +42,13 @@ struct Architecture
     bool attentionBias; // q/k/v biases
     bool qkNorm;        // per-head RMSNorm of queries and keys
     bool ropeNeox;      // RoPE pairs (i, i + dims/2)
+    bool ropeFreqs;     // may carry rope_freqs.weight (as llama.cpp reads it)
 };
 
 const Architecture kArchitectures[] = {
-    { "llama", false, false, false },
-    { "qwen2", true, false, true },
-    { "qwen3", false, true, true },
+    { "llama", false, false, false, true },
+    { "qwen2", true, false, true, false },
+    { "qwen3", false, true, true, false },
 };
 
 /** The metadata keys (after "ARCH.") the runner reads; any other key of
@@ -174,10 +175,11 @@ ModelConfig::fromGguf(const GgufFile& file)
     c.ropeDims = file.has(p + "rope.dimension_count") ? requiredU32(file, p + "rope.dimension_count") : c.headDim;
     c.ropeTheta = static_cast<float>(file.getFloat(p + "rope.freq_base", 10000.0));
     // Linear scaling (positions divided by the factor) as llama.cpp applies
-    // it: from rope.scaling.factor, or the older rope.scale_linear, unless
-    // the type says otherwise. Llama 3.1's scaling comes as the tensor
-    // rope_freqs.weight (per-frequency divisors), with no scaling keys.
-    const std::string scaling = file.getString(p + "rope.scaling.type", "none");
+    // it: rope.scaling.factor, or the older rope.scale_linear, where the type
+    // is linear or absent (its default); an explicit type none scales
+    // nothing. Llama 3.1's scaling comes as the tensor rope_freqs.weight
+    // (per-frequency divisors), with no scaling keys.
+    const std::string scaling = file.getString(p + "rope.scaling.type", "linear");
     if (scaling != "none" && scaling != "linear") {
         throw file.error("unsupported RoPE scaling '" + scaling + "' (" + p +
                          "rope.scaling.type); supported: none, linear, and Llama 3.1's rope_freqs.weight");
@@ -187,8 +189,10 @@ ModelConfig::fromGguf(const GgufFile& file)
     if (!(factor > 0.0) || !std::isfinite(factor)) {
         throw file.error(p + "rope.scaling.factor must be positive (" + std::to_string(factor) + " given)");
     }
-    c.ropeFreqScale = static_cast<float>(1.0 / factor);
-    c.ropeFreqFactors = file.findTensor("rope_freqs.weight") != nullptr;
+    c.ropeFreqScale = scaling == "none" ? 1.0f : static_cast<float>(1.0 / factor);
+    // Only llama reads rope_freqs: in another architecture's file the tensor
+    // is refused by checkWeights as one no layer reads.
+    c.ropeFreqFactors = arch->ropeFreqs && file.findTensor("rope_freqs.weight") != nullptr;
     c.rmsEpsilon = static_cast<float>(file.getFloat(p + "attention.layer_norm_rms_epsilon"));
 
     if (file.has(p + "vocab_size")) {
@@ -312,6 +316,9 @@ ModelConfig::validate() const
         fail("attentionBias, qkNorm and ropeNeox do not match architecture '" + architecture +
              "' (ModelConfig::setArchitecture sets them)");
     }
+    if (ropeFreqFactors && !arch->ropeFreqs) {
+        fail("architecture '" + architecture + "' has no rope_freqs (ropeFreqFactors)");
+    }
     if (headDim == 0) {
         fail("the head size must be positive");
     }
@@ -403,8 +410,8 @@ checkWeights(const GgufFile& file, const ModelConfig& config)
             throw file.error("tensor '" + spec.name + "' has shape " + shapeText(info->shape) +
                              ", but the model's metadata needs " + shapeText(spec.shape));
         }
-        bool quantized = info->type == TensorType::eQ8_0 || info->type == TensorType::eQ4_0;
-        if (!spec.isMatrix && quantized) {
+        bool plain = info->type == TensorType::eF32 || info->type == TensorType::eF16 || info->type == TensorType::eBF16;
+        if (!spec.isMatrix && !plain) {
             throw file.error("vector '" + spec.name + "' has type " + toString(info->type) +
                              "; norm weights, biases and RoPE factors must be F32, F16 or BF16");
         }

@@ -438,6 +438,10 @@ TEST(ModelConfig, ReadsQwenMetadataAndRopeScaling)
     GgufWriter old = llamaMetadata();
     old.addF32("llama.rope.scale_linear", 2.0f);
     EXPECT_EQ(ModelConfig::fromGguf(GgufFile::fromBytes(old.bytes())).ropeFreqScale, 0.5f);
+    GgufWriter none = llamaMetadata(); // llama.cpp: an explicit none never scales
+    none.addString("llama.rope.scaling.type", "none");
+    none.addF32("llama.rope.scaling.factor", 4.0f);
+    EXPECT_EQ(ModelConfig::fromGguf(GgufFile::fromBytes(none.bytes())).ropeFreqScale, 1.0f);
     // Llama 3.1: rope_freqs.weight, ropeDims / 2 f32 divisors.
     GgufWriter llama31 = llamaMetadata();
     llama31.addTensor("rope_freqs.weight", { 8 }, 0, std::vector<uint8_t>(8 * 4));
@@ -487,6 +491,35 @@ TEST(ModelConfig, WhatTheRunnerDoesNotReadIsAnError)
     badFactor.addF32("llama.rope.scaling.factor", 0.0f);
     expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(badFactor.bytes())); },
                       "llama.rope.scaling.factor must be positive");
+
+    // rope_freqs in a qwen2 file: llama.cpp reads it for llama only.
+    GgufWriter qwenFreqs;
+    qwenFreqs.addString("general.architecture", "qwen2");
+    qwenFreqs.addU32("qwen2.context_length", 64);
+    qwenFreqs.addU32("qwen2.embedding_length", 64);
+    qwenFreqs.addU32("qwen2.block_count", 1);
+    qwenFreqs.addU32("qwen2.feed_forward_length", 64);
+    qwenFreqs.addU32("qwen2.attention.head_count", 4);
+    qwenFreqs.addU32("qwen2.vocab_size", 32);
+    qwenFreqs.addF32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+    ModelConfig qc = ModelConfig::fromGguf(GgufFile::fromBytes(qwenFreqs.bytes()));
+    addWeights(qwenFreqs, qc);
+    qwenFreqs.addTensor("rope_freqs.weight", { 4 }, 0, std::vector<uint8_t>(4 * 4));
+    GgufFile qf = GgufFile::fromBytes(qwenFreqs.bytes());
+    EXPECT_FALSE(ModelConfig::fromGguf(qf).ropeFreqFactors);
+    expectFormatError([&] { kp::llm::checkWeights(qf, ModelConfig::fromGguf(qf)); },
+                      "tensor 'rope_freqs.weight' is not part of a qwen2 model");
+    // A quantized vector (a bias) is refused by name.
+    GgufWriter qBias = qwenFreqs;
+    qBias.tensors.pop_back();
+    for (auto& t : qBias.tensors) {
+        if (t.name == "blk.0.attn_v.bias") {
+            t.type = 8; // Q8_0
+            t.data.assign(64 / 32 * 34, 0); // 4 KV heads x 16 values
+        }
+    }
+    expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(qBias.bytes()), qc); },
+                      "vector 'blk.0.attn_v.bias' has type Q8_0");
 
     // A tensor no layer reads: qwen2's bias in a llama file.
     GgufWriter extra = llamaMetadata();

@@ -35,9 +35,12 @@ struct ModelConfig
     uint32_t headDim = 0;
     uint32_t ropeDims = 0; ///< rotated dimensions of each head (<= headDim)
     float ropeTheta = 10000.0f; ///< RoPE frequency base
-    float ropeFreqScale = 1.0f; ///< linear RoPE scaling: positions times this (1 / rope.scaling.factor)
+    /** Linear RoPE scaling: positions times this (1 / rope.scaling.factor
+     * or rope.scale_linear; 1 where rope.scaling.type is none). */
+    float ropeFreqScale = 1.0f;
     /** The file has rope_freqs.weight (Llama 3.1/3.2's RoPE scaling):
-     * ropeDims / 2 divisors of the rotation frequencies, one per pair. */
+     * ropeDims / 2 divisors of the rotation frequencies, one per pair
+     * (architecture llama only). */
     bool ropeFreqFactors = false;
     /** RoPE rotates the pairs (x[i], x[i + ropeDims/2]) of each head
      * (qwen2, qwen3: GGUF keeps Hugging Face's layout) rather than

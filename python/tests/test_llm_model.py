@@ -290,6 +290,24 @@ def test_cli_dump_logits_and_generation(tmp_path):
 
 
 @needs_cli
+def test_cli_runs_a_qwen3_file_and_shows_its_type_mix(tmp_path):
+    need_gguf()
+    config = TinyConfig(architecture="qwen3", key_length=32)
+    path = tmp_path / "qwen3.gguf"
+    weights = write_model(path, config, lambda name: "q8_0" if name.endswith("ffn_down.weight") else "q4_0", seed=19)
+    out = tmp_path / "logits.npy"
+    ids = ",".join(map(str, PROMPT))
+    run = subprocess.run([KOMPUTE_LLM, "-m", str(path), "--tokens", ids, "-n", "0", "--dump-logits", str(out), "-v"],
+                         check=True, capture_output=True, text=True)
+    assert "(qwen3)" in run.stderr and "of size 32" in run.stderr, run.stderr
+    assert "tensor types: 14 Q4_0, 9 F32, 2 Q8_0" in run.stderr, run.stderr
+    assert relative_error(np.load(out), reference_logits(config, weights, PROMPT)) < TOLERANCE["q4_0"]
+    bench = subprocess.run([KOMPUTE_LLM, "-m", str(path), "--bench", "--bench-prompt", "8", "--bench-gen", "2",
+                            "--reps", "1"], capture_output=True, text=True)
+    assert bench.returncode == 0 and "pp8" in bench.stdout and "tg2" in bench.stdout, bench.stderr
+
+
+@needs_cli
 def test_cli_bench_json(tmp_path):
     out = tmp_path / "bench.json"
     subprocess.run([KOMPUTE_LLM, "--random", "tiny:q4_0", "--bench", "--bench-prompt", "16", "--bench-gen", "4",

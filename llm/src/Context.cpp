@@ -260,24 +260,20 @@ Context::record(Step& s)
                 "attn_qkv_bias (OpBinary)");
         }
         if (c.qkNorm) {
-            // qwen3: each query head, then each key head, RMS-normalized
-            // with its own weight, in place.
-            auto headNorm = [&](const DeviceWeight& weight, uint32_t heads, uint64_t offset, const std::string& label) {
-                kp::RMSNormParams p;
-                p.rows = t;
-                p.cols = c.headDim;
-                p.heads = heads;
-                p.eps = c.rmsEpsilon;
-                p.xRowStride = qkv;
-                p.yRowStride = qkv;
-                p.xOffset = offset;
-                p.yOffset = offset;
-                add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ mQkv, weight.tensor, mQkv },
-                                                    p),
-                    label + " (OpRMSNorm)");
-            };
-            headNorm(w.qNorm, c.headCount, 0, "attn_q_norm");
-            headNorm(w.kNorm, c.headCountKv, q, "attn_k_norm");
+            // qwen3: every query and key head RMS-normalized on its own, in
+            // place, in one operation (the weight tensor holds each head's
+            // norm, Model::place).
+            kp::RMSNormParams p;
+            p.rows = t;
+            p.cols = c.headDim;
+            p.heads = c.headCount + c.headCountKv;
+            p.weightHeadStride = c.headDim;
+            p.weightOffset = w.qNorm.offset;
+            p.eps = c.rmsEpsilon;
+            p.xRowStride = qkv;
+            p.yRowStride = qkv;
+            add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ mQkv, w.qNorm.tensor, mQkv }, p),
+                "attn_qk_norm (OpRMSNorm)");
         }
         // Key heads follow the query heads in each row: one rotation for both.
         rope(mQkv, c.headCount + c.headCountKv, "rope_qk");

@@ -226,6 +226,30 @@ Model::place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source,
         // computes each group with one matrix product (decoding: one
         // mat-vec) into adjacent columns. A group stays apart where its
         // types differ or together it would not fit in one storage buffer.
+        if (endsWith(spec.name, "attn_q_norm.weight") && i + 1 < specs.size()) {
+            // A layer's query and key head norms: one f32 tensor with the
+            // query norm once per query head, then the key norm once per key
+            // head, so that one operation normalizes every head of a row.
+            WeightSource keyNorm = source(specs[i + 1]);
+            std::vector<float> qn = normToFloat(weight.type, weight.bytes, cols);
+            std::vector<float> kn = normToFloat(keyNorm.type, keyNorm.bytes, cols);
+            std::vector<float> joined;
+            joined.reserve(uint64_t(mConfig.headCount + mConfig.headCountKv) * cols);
+            for (uint32_t h = 0; h < mConfig.headCount + mConfig.headCountKv; ++h) {
+                const std::vector<float>& norm = h < mConfig.headCount ? qn : kn;
+                joined.insert(joined.end(), norm.begin(), norm.end());
+            }
+            DeviceWeight shared = upload(spec.name, TensorType::eF32, reinterpret_cast<const uint8_t*>(joined.data()),
+                                         1, static_cast<uint32_t>(joined.size()), false);
+            shared.cols = cols;
+            slot(spec.name) = shared;
+            DeviceWeight& k = slot(specs[i + 1].name);
+            k = shared;
+            k.offset = uint64_t(mConfig.headCount) * cols;
+            advance(weight.byteSize + keyNorm.byteSize);
+            i += 1;
+            continue;
+        }
         size_t group = groupAt(specs, i);
         if (group > 1) {
             std::vector<WeightSource> parts{ weight };

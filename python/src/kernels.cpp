@@ -237,9 +237,11 @@ bindRows(nb::module_& m)
       .def(
         "__init__",
         [](OpRMSNorm* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float eps, uint32_t xRowStride,
-           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t yOffset, uint32_t heads) {
+           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t yOffset, uint32_t heads,
+           uint32_t weightHeadStride) {
             construct(self, tensors,
-                      RMSNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, yOffset, heads });
+                      RMSNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, yOffset, heads,
+                                     weightHeadStride });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -252,10 +254,12 @@ bindRows(nb::module_& m)
         "weight_offset"_a = 0,
         "y_offset"_a = 0,
         "heads"_a = 1,
+        "weight_head_stride"_a = 0,
         keepGil,
         "tensors: [x, weight, y] or [x, y] (no weight). With heads > 1 each row holds `heads` vectors of "
-        "`cols`, cols apart, each normalized on its own with the same weight (Qwen3's query and key "
-        "norms). Row strides of 0: heads * cols.");
+        "`cols`, cols apart, each normalized on its own (Qwen3's query and key norms), head h with the "
+        "weights from weight_offset + h * weight_head_stride (0: one weight for all). Row strides of 0: "
+        "heads * cols.");
 
     nb::class_<OpLayerNorm, KernelOp>(m,
                                       "OpLayerNorm",

@@ -21,6 +21,7 @@ struct NormShape
     uint32_t xRowStride, yRowStride;
     uint64_t xOffset, weightOffset, biasOffset, yOffset;
     uint32_t heads; // vectors of cols per row, each normalized on its own
+    uint32_t weightHeadStride; // weights of vector h start h * this after weightOffset
 };
 
 /** Checks and builds the dispatch of either norm. `tensors` is the user's
@@ -69,8 +70,12 @@ normAlgorithm(const char* opName,
                   "in place (x and y one tensor) needs equal row strides");
     if (hasWeight) {
         check.dataType(1, { Memory::DataTypes::eFloat });
-        check.covers(1, shape.weightOffset, shape.cols, format("cols = {}", shape.cols));
-        check.aliasing(1, shape.weightOffset, shape.cols, out, shape.yOffset, yExtent, false);
+        uint64_t wExtent = uint64_t(shape.heads - 1) * shape.weightHeadStride + shape.cols;
+        check.covers(1, shape.weightOffset, wExtent,
+                     shape.weightHeadStride == 0
+                       ? format("cols = {}", shape.cols)
+                       : format("{} heads of {} weights, {} apart", shape.heads, shape.cols, shape.weightHeadStride));
+        check.aliasing(1, shape.weightOffset, wExtent, out, shape.yOffset, yExtent, false);
     }
     if (hasBias) {
         check.dataType(2, { Memory::DataTypes::eFloat });
@@ -86,7 +91,7 @@ normAlgorithm(const char* opName,
     {
         uint32_t rows, cols;
         float eps;
-        uint32_t xRowStride, yRowStride, xOffset, wOffset, bOffset, yOffset, heads;
+        uint32_t xRowStride, yRowStride, xOffset, wOffset, bOffset, yOffset, heads, wHeadStride;
     } push{ shape.rows,
             shape.cols,
             shape.eps,
@@ -96,7 +101,8 @@ normAlgorithm(const char* opName,
             check.offset32(hasWeight ? shape.weightOffset : 0, "weightOffset"),
             check.offset32(hasBias ? shape.biasOffset : 0, "biasOffset"),
             check.offset32(shape.yOffset, "yOffset"),
-            shape.heads };
+            shape.heads,
+            hasWeight ? shape.weightHeadStride : 0 };
     auto path = kernels::reductionPath(check.caps());
     pathName = path.name;
     uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols);
@@ -118,7 +124,8 @@ OpRMSNorm::OpRMSNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const 
     addDispatch(normAlgorithm("OpRMSNorm",
                               tensors,
                               NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
-                                         params.xOffset, params.weightOffset, 0, params.yOffset, params.heads },
+                                         params.xOffset, params.weightOffset, 0, params.yOffset, params.heads,
+                                         params.weightHeadStride },
                               false,
                               path));
     setPath(path);
@@ -136,7 +143,7 @@ OpLayerNorm::OpLayerNorm(const std::vector<std::shared_ptr<Memory>>& tensors, co
     addDispatch(normAlgorithm("OpLayerNorm",
                               tensors,
                               NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
-                                         params.xOffset, params.weightOffset, params.biasOffset, params.yOffset, 1 },
+                                         params.xOffset, params.weightOffset, params.biasOffset, params.yOffset, 1, 0 },
                               true,
                               path));
     setPath(path);

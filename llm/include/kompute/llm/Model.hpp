@@ -106,8 +106,11 @@ class Model
         ///@{
         DeviceWeight bq, bk, bv;
         ///@}
-        /** attn_q_norm and attn_k_norm (qwen3; no tensor otherwise): f32,
-         * headDim values each. */
+        /** attn_q_norm and attn_k_norm (qwen3; no tensor otherwise),
+         * headDim values each, in one f32 tensor that repeats the query norm
+         * for each query head and then the key norm for each key head
+         * (kNorm.offset: headCount * headDim), for one per-head RMSNorm over
+         * both. */
         ///@{
         DeviceWeight qNorm, kNorm;
         ///@}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Context: the forward pass of a Llama model as sequences of kernel-library
+// Context: the forward pass of a Llama-family model (llama, qwen2 with its
+// q/k/v biases, qwen3 with its per-head query/key norms) as sequences of kernel-library
 // operations, recorded once per step shape (number of tokens, which outputs)
 // and re-evaluated for every step. Everything that changes from step to
 // step (token ids, positions) is read by the kernels from small device
@@ -202,9 +203,14 @@ Context::record(Step& s)
         p.ropeDims = c.ropeDims;
         p.theta = c.ropeTheta;
         p.freqScale = c.ropeFreqScale;
-        p.mode = kp::RoPEMode::eNormal; // GGUF's llama layout: adjacent pairs
-        add(std::make_shared<kp::OpRoPE>(std::vector<std::shared_ptr<kp::Memory>>{ x, mPositions, x }, p),
-            label + " (OpRoPE)");
+        // GGUF's llama layout rotates adjacent pairs; qwen2/qwen3 keep
+        // Hugging Face's halves.
+        p.mode = c.ropeNeox ? kp::RoPEMode::eNeoX : kp::RoPEMode::eNormal;
+        std::vector<std::shared_ptr<kp::Memory>> tensors{ x, mPositions, x };
+        if (c.ropeFreqFactors) {
+            tensors.push_back(model.ropeFreqs().tensor);
+        }
+        add(std::make_shared<kp::OpRoPE>(tensors, p), label + " (OpRoPE)");
     };
     // The key or value columns of mQkv (from `srcOffset`) into a cache.
     auto cacheWrite = [&](uint64_t srcOffset, const std::shared_ptr<kp::Tensor>& cache, const std::string& label) {
@@ -241,6 +247,33 @@ Context::record(Step& s)
             linear(mNormed, w.wq, mQkv, false, t, 0, "attn_q", qkv, 0);
             linear(mNormed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
             linear(mNormed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
+        }
+        if (c.attentionBias) {
+            // qwen2: the biases [q | k | v] (one tensor, Model::place) added
+            // to every row of the product.
+            kp::BinaryParams p;
+            p.op = kp::BinaryOp::eAdd;
+            p.count = t * qkv;
+            p.bCount = qkv;
+            p.bOffset = w.bq.offset;
+            add(std::make_shared<kp::OpBinary>(std::vector<std::shared_ptr<kp::Memory>>{ mQkv, w.bq.tensor, mQkv }, p),
+                "attn_qkv_bias (OpBinary)");
+        }
+        if (c.qkNorm) {
+            // qwen3: every query and key head RMS-normalized on its own, in
+            // place, in one operation (the weight tensor holds each head's
+            // norm, Model::place).
+            kp::RMSNormParams p;
+            p.rows = t;
+            p.cols = c.headDim;
+            p.heads = c.headCount + c.headCountKv;
+            p.weightHeadStride = c.headDim;
+            p.weightOffset = w.qNorm.offset;
+            p.eps = c.rmsEpsilon;
+            p.xRowStride = qkv;
+            p.yRowStride = qkv;
+            add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ mQkv, w.qNorm.tensor, mQkv }, p),
+                "attn_qk_norm (OpRMSNorm)");
         }
         // Key heads follow the query heads in each row: one rotation for both.
         rope(mQkv, c.headCount + c.headCountKv, "rope_qk");

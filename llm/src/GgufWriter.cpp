@@ -212,18 +212,27 @@ writeRandomModel(const std::string& path, const ModelConfig& config, TensorType 
         throw kp::Error("a random model file needs a vocabulary of at least 258 tokens (the 256 bytes and two specials)");
     }
     GgufWriter writer;
-    writer.setString("general.architecture", "llama");
+    const std::string a = config.architecture + ".";
+    writer.setString("general.architecture", config.architecture);
     writer.setString("general.name", config.name.empty() ? "random" : config.name);
-    writer.setUInt32("llama.context_length", config.contextLength);
-    writer.setUInt32("llama.embedding_length", config.embeddingLength);
-    writer.setUInt32("llama.block_count", config.blockCount);
-    writer.setUInt32("llama.feed_forward_length", config.feedForwardLength);
-    writer.setUInt32("llama.attention.head_count", config.headCount);
-    writer.setUInt32("llama.attention.head_count_kv", config.headCountKv);
-    writer.setUInt32("llama.rope.dimension_count", config.ropeDims);
-    writer.setFloat32("llama.rope.freq_base", config.ropeTheta);
-    writer.setFloat32("llama.attention.layer_norm_rms_epsilon", config.rmsEpsilon);
-    writer.setUInt32("llama.vocab_size", config.vocabSize);
+    writer.setUInt32(a + "context_length", config.contextLength);
+    writer.setUInt32(a + "embedding_length", config.embeddingLength);
+    writer.setUInt32(a + "block_count", config.blockCount);
+    writer.setUInt32(a + "feed_forward_length", config.feedForwardLength);
+    writer.setUInt32(a + "attention.head_count", config.headCount);
+    writer.setUInt32(a + "attention.head_count_kv", config.headCountKv);
+    if (uint64_t(config.headDim) * config.headCount != config.embeddingLength) {
+        writer.setUInt32(a + "attention.key_length", config.headDim);
+        writer.setUInt32(a + "attention.value_length", config.headDim);
+    }
+    writer.setUInt32(a + "rope.dimension_count", config.ropeDims);
+    writer.setFloat32(a + "rope.freq_base", config.ropeTheta);
+    if (config.ropeFreqScale != 1.0f) {
+        writer.setString(a + "rope.scaling.type", "linear");
+        writer.setFloat32(a + "rope.scaling.factor", 1.0f / config.ropeFreqScale);
+    }
+    writer.setFloat32(a + "attention.layer_norm_rms_epsilon", config.rmsEpsilon);
+    writer.setUInt32(a + "vocab_size", config.vocabSize);
 
     // Byte-level BPE: two control tokens, the 256 bytes (GPT-2's printable
     // characters), then reserved control tokens; no merges.

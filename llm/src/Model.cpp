@@ -93,6 +93,9 @@ Model::slot(const std::string& name)
     if (name == "output.weight") {
         return mOutput;
     }
+    if (name == "rope_freqs.weight") {
+        return mRopeFreqs;
+    }
     // blk.N.<part>.weight
     size_t dot = name.find('.', 4);
     uint32_t index = static_cast<uint32_t>(std::stoul(name.substr(4, dot - 4)));
@@ -107,6 +110,11 @@ Model::slot(const std::string& name)
     if (part == "ffn_gate.weight") return layer.wGate;
     if (part == "ffn_up.weight") return layer.wUp;
     if (part == "ffn_down.weight") return layer.wDown;
+    if (part == "attn_q.bias") return layer.bq;
+    if (part == "attn_k.bias") return layer.bk;
+    if (part == "attn_v.bias") return layer.bv;
+    if (part == "attn_q_norm.weight") return layer.qNorm;
+    if (part == "attn_k_norm.weight") return layer.kNorm;
     throw kp::Error("no slot for weight '" + name + "'");
 }
 
@@ -186,12 +194,62 @@ Model::place(const std::vector<WeightSpec>& specs, const WeightSourceFn& source,
         const WeightSpec& spec = specs[i];
         WeightSource weight = source(spec);
         uint32_t cols = static_cast<uint32_t>(spec.shape[0]);
+        if (endsWith(spec.name, "attn_q.bias") && i + 2 < specs.size()) {
+            // The query, key and value biases of a layer: one f32 vector
+            // [q | k | v], added to the product's row by one operation.
+            std::vector<float> joined;
+            uint64_t bytes = 0;
+            for (size_t k = 0; k < 3; ++k) {
+                WeightSource part = k == 0 ? weight : source(specs[i + k]);
+                uint32_t n = static_cast<uint32_t>(specs[i + k].shape[0]);
+                std::vector<float> values = normToFloat(part.type, part.bytes, n);
+                joined.insert(joined.end(), values.begin(), values.end());
+                bytes += part.byteSize;
+            }
+            DeviceWeight shared = upload(spec.name, TensorType::eF32, reinterpret_cast<const uint8_t*>(joined.data()),
+                                         1, static_cast<uint32_t>(joined.size()), false);
+            uint64_t first = 0;
+            for (size_t k = 0; k < 3; ++k) {
+                DeviceWeight& part = slot(specs[i + k].name);
+                part = shared;
+                part.cols = static_cast<uint32_t>(specs[i + k].shape[0]);
+                part.offset = first;
+                first += part.cols;
+            }
+            advance(bytes);
+            i += 2;
+            continue;
+        }
         uint32_t rows = spec.shape.size() > 1 ? static_cast<uint32_t>(spec.shape[1]) : 1;
         // The query, key and value matrices of a layer share one tensor
         // (in that order), and so do its gate and up matrices: a step then
         // computes each group with one matrix product (decoding: one
         // mat-vec) into adjacent columns. A group stays apart where its
         // types differ or together it would not fit in one storage buffer.
+        if (endsWith(spec.name, "attn_q_norm.weight") && i + 1 < specs.size()) {
+            // A layer's query and key head norms: one f32 tensor with the
+            // query norm once per query head, then the key norm once per key
+            // head, so that one operation normalizes every head of a row.
+            WeightSource keyNorm = source(specs[i + 1]);
+            std::vector<float> qn = normToFloat(weight.type, weight.bytes, cols);
+            std::vector<float> kn = normToFloat(keyNorm.type, keyNorm.bytes, cols);
+            std::vector<float> joined;
+            joined.reserve(uint64_t(mConfig.headCount + mConfig.headCountKv) * cols);
+            for (uint32_t h = 0; h < mConfig.headCount + mConfig.headCountKv; ++h) {
+                const std::vector<float>& norm = h < mConfig.headCount ? qn : kn;
+                joined.insert(joined.end(), norm.begin(), norm.end());
+            }
+            DeviceWeight shared = upload(spec.name, TensorType::eF32, reinterpret_cast<const uint8_t*>(joined.data()),
+                                         1, static_cast<uint32_t>(joined.size()), false);
+            shared.cols = cols;
+            slot(spec.name) = shared;
+            DeviceWeight& k = slot(specs[i + 1].name);
+            k = shared;
+            k.offset = uint64_t(mConfig.headCount) * cols;
+            advance(weight.byteSize + keyNorm.byteSize);
+            i += 1;
+            continue;
+        }
         size_t group = groupAt(specs, i);
         if (group > 1) {
             std::vector<WeightSource> parts{ weight };
@@ -237,6 +295,9 @@ Model::load(kp::Manager& manager, const GgufFile& file, const LoadProgress& prog
     checkWeights(file, config);
     auto model = std::make_shared<Model>(manager, config);
     model->mWeightType = file.tensor("blk.0.attn_q.weight").type;
+    for (const GgufTensorInfo& info : file.tensors()) {
+        model->mTypeCounts[info.type] += 1;
+    }
     std::vector<WeightSpec> specs = weightSpecs(config);
     uint64_t total = 0;
     for (const WeightSpec& spec : specs) {
@@ -265,6 +326,9 @@ Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, 
     auto model = std::make_shared<Model>(manager, config);
     model->mWeightType = type;
     std::vector<WeightSpec> specs = weightSpecs(config);
+    for (const WeightSpec& spec : specs) {
+        model->mTypeCounts[spec.isMatrix ? type : TensorType::eF32] += 1;
+    }
     std::map<std::string, uint64_t> indexOf;
     uint64_t total = 0;
     for (const WeightSpec& spec : specs) {
@@ -301,13 +365,28 @@ Model::bytesReadPerToken() const
     uint64_t bytes = 0;
     for (const Layer& layer : mLayers) {
         for (const DeviceWeight* w : { &layer.attnNorm, &layer.wq, &layer.wk, &layer.wv, &layer.wo,
-                                       &layer.ffnNorm, &layer.wGate, &layer.wUp, &layer.wDown }) {
-            bytes += bytesOf(*w);
+                                       &layer.ffnNorm, &layer.wGate, &layer.wUp, &layer.wDown, &layer.bq,
+                                       &layer.bk, &layer.bv, &layer.qNorm, &layer.kNorm }) {
+            if (w->tensor) {
+                bytes += bytesOf(*w);
+            }
         }
     }
     bytes += bytesOf(mOutputNorm) + bytesOf(output());
     bytes += bytesOf(mTokenEmbedding) / mTokenEmbedding.rows;
     return bytes;
+}
+
+std::string
+Model::typeMix() const
+{
+    std::vector<std::pair<TensorType, uint32_t>> counts(mTypeCounts.begin(), mTypeCounts.end());
+    std::stable_sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (const auto& [type, count] : counts) {
+        text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + toString(type);
+    }
+    return text;
 }
 
 } // namespace llm

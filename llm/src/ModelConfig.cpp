@@ -33,18 +33,120 @@ shapeText(const std::vector<uint64_t>& shape)
 
 } // namespace
 
+namespace {
+
+/** What sets an architecture's layers apart from llama's. */
+struct Architecture
+{
+    const char* name;
+    bool attentionBias; // q/k/v biases
+    bool qkNorm;        // per-head RMSNorm of queries and keys
+    bool ropeNeox;      // RoPE pairs (i, i + dims/2)
+    bool ropeFreqs;     // may carry rope_freqs.weight (as llama.cpp reads it)
+};
+
+const Architecture kArchitectures[] = {
+    { "llama", false, false, false, true },
+    { "qwen2", true, false, true, false },
+    { "qwen3", false, true, true, false },
+};
+
+/** The metadata keys (after "ARCH.") the runner reads; any other key of
+ * the architecture is refused rather than ignored. */
+const char* const kKnownKeys[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "vocab_size",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "rope.scale_linear",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scaling.original_context_length",
+    "rope.scaling.finetuned",
+    "expert_count",
+    "expert_used_count",
+    "tensor_data_layout",
+};
+
+const Architecture*
+findArchitecture(const std::string& name)
+{
+    for (const Architecture& a : kArchitectures) {
+        if (name == a.name) {
+            return &a;
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
+void
+ModelConfig::setArchitecture(const std::string& name)
+{
+    const Architecture* arch = findArchitecture(name);
+    if (arch == nullptr) {
+        std::string known;
+        for (const std::string& n : architectureNames()) {
+            known += (known.empty() ? "" : ", ") + n;
+        }
+        throw kp::Error("unknown architecture '" + name + "' (known: " + known + ")");
+    }
+    architecture = name;
+    attentionBias = arch->attentionBias;
+    qkNorm = arch->qkNorm;
+    ropeNeox = arch->ropeNeox;
+}
+
+std::vector<std::string>
+ModelConfig::architectureNames()
+{
+    std::vector<std::string> names;
+    for (const Architecture& a : kArchitectures) {
+        names.push_back(a.name);
+    }
+    return names;
+}
+
 ModelConfig
 ModelConfig::fromGguf(const GgufFile& file)
 {
     ModelConfig c;
     c.architecture = file.getString("general.architecture");
-    if (c.architecture != "llama") {
+    const Architecture* arch = findArchitecture(c.architecture);
+    if (arch == nullptr) {
         throw file.error("unsupported architecture '" + c.architecture +
-                         "' (general.architecture): this runner supports 'llama' (Llama 1/2/3, "
-                         "TinyLlama, Mistral and others of that layout)");
+                         "' (general.architecture): this runner supports 'llama' (Llama 1/2/3/3.1/3.2, "
+                         "TinyLlama, Mistral and others of that layout), 'qwen2' (Qwen2, Qwen2.5) and 'qwen3' "
+                         "(Qwen3 dense models)");
     }
+    c.setArchitecture(c.architecture);
     c.name = file.getString("general.name", "");
-    const std::string p = "llama.";
+    const std::string p = c.architecture + ".";
+    for (const GgufKeyValue& kv : file.metadata()) {
+        if (kv.key.compare(0, p.size(), p) != 0) {
+            continue;
+        }
+        const std::string rest = kv.key.substr(p.size());
+        if (std::find(std::begin(kKnownKeys), std::end(kKnownKeys), rest) == std::end(kKnownKeys)) {
+            throw file.error("metadata key '" + kv.key + "' is not understood by this runner, which does not " +
+                             "ignore what could change the model's results");
+        }
+    }
+    for (const char* experts : { "expert_count", "expert_used_count" }) {
+        if (file.getUInt(p + experts, 0) != 0) {
+            throw file.error(p + experts + " is " + std::to_string(file.getUInt(p + experts)) +
+                             ": mixture-of-experts models are not supported");
+        }
+    }
     c.contextLength = requiredU32(file, p + "context_length");
     c.embeddingLength = requiredU32(file, p + "embedding_length");
     c.blockCount = requiredU32(file, p + "block_count");
@@ -52,32 +154,45 @@ ModelConfig::fromGguf(const GgufFile& file)
     c.headCount = requiredU32(file, p + "attention.head_count");
     c.headCountKv = file.has(p + "attention.head_count_kv") ? requiredU32(file, p + "attention.head_count_kv")
                                                            : c.headCount;
-    if (c.embeddingLength % c.headCount != 0) {
-        throw file.error("llama.embedding_length " + std::to_string(c.embeddingLength) +
-                         " is not a multiple of llama.attention.head_count " + std::to_string(c.headCount));
-    }
-    c.headDim = c.embeddingLength / c.headCount;
     if (file.has(p + "attention.key_length")) {
-        uint32_t keyLength = requiredU32(file, p + "attention.key_length");
-        if (keyLength != c.headDim) {
-            throw file.error("llama.attention.key_length " + std::to_string(keyLength) +
-                             " differs from embedding_length / head_count = " + std::to_string(c.headDim) +
+        // Qwen3 and others: a head size of its own, not width / heads.
+        c.headDim = requiredU32(file, p + "attention.key_length");
+    } else if (c.embeddingLength % c.headCount != 0) {
+        throw file.error(p + "embedding_length " + std::to_string(c.embeddingLength) + " is not a multiple of " +
+                         p + "attention.head_count " + std::to_string(c.headCount) + " and " + p +
+                         "attention.key_length is absent");
+    } else {
+        c.headDim = c.embeddingLength / c.headCount;
+    }
+    if (file.has(p + "attention.value_length")) {
+        uint32_t valueLength = requiredU32(file, p + "attention.value_length");
+        if (valueLength != c.headDim) {
+            throw file.error(p + "attention.value_length " + std::to_string(valueLength) +
+                             " differs from the key head size " + std::to_string(c.headDim) +
                              ": such models are not supported");
         }
     }
     c.ropeDims = file.has(p + "rope.dimension_count") ? requiredU32(file, p + "rope.dimension_count") : c.headDim;
     c.ropeTheta = static_cast<float>(file.getFloat(p + "rope.freq_base", 10000.0));
-    std::string scaling = file.getString(p + "rope.scaling.type", "none");
-    if (scaling == "linear") {
-        double factor = file.getFloat(p + "rope.scaling.factor", 1.0);
-        if (!(factor > 0.0)) {
-            throw file.error("llama.rope.scaling.factor must be positive");
-        }
-        c.ropeFreqScale = static_cast<float>(1.0 / factor);
-    } else if (scaling != "none") {
-        throw file.error("unsupported RoPE scaling '" + scaling +
-                         "' (llama.rope.scaling.type); supported: none, linear");
+    // Linear scaling (positions divided by the factor) as llama.cpp applies
+    // it: rope.scaling.factor, or the older rope.scale_linear, where the type
+    // is linear or absent (its default); an explicit type none scales
+    // nothing. Llama 3.1's scaling comes as the tensor rope_freqs.weight
+    // (per-frequency divisors), with no scaling keys.
+    const std::string scaling = file.getString(p + "rope.scaling.type", "linear");
+    if (scaling != "none" && scaling != "linear") {
+        throw file.error("unsupported RoPE scaling '" + scaling + "' (" + p +
+                         "rope.scaling.type); supported: none, linear, and Llama 3.1's rope_freqs.weight");
     }
+    double factor = file.has(p + "rope.scaling.factor") ? file.getFloat(p + "rope.scaling.factor")
+                                                        : file.getFloat(p + "rope.scale_linear", 1.0);
+    if (!(factor > 0.0) || !std::isfinite(factor)) {
+        throw file.error(p + "rope.scaling.factor must be positive (" + std::to_string(factor) + " given)");
+    }
+    c.ropeFreqScale = scaling == "none" ? 1.0f : static_cast<float>(1.0 / factor);
+    // Only llama reads rope_freqs: in another architecture's file the tensor
+    // is refused by checkWeights as one no layer reads.
+    c.ropeFreqFactors = arch->ropeFreqs && file.findTensor("rope_freqs.weight") != nullptr;
     c.rmsEpsilon = static_cast<float>(file.getFloat(p + "attention.layer_norm_rms_epsilon"));
 
     if (file.has(p + "vocab_size")) {
@@ -103,7 +218,7 @@ ModelConfig::fromGguf(const GgufFile& file)
 std::vector<std::string>
 ModelConfig::shapeNames()
 {
-    return { "tiny", "llama-1b", "llama-7b", "llama-8b" };
+    return { "tiny", "llama-1b", "llama-7b", "llama-8b", "qwen2-0.5b", "qwen3-8b" };
 }
 
 ModelConfig
@@ -146,6 +261,30 @@ ModelConfig::named(const std::string& shape)
         c.headCountKv = 8;
         c.vocabSize = 128256;
         c.ropeTheta = 500000.0f;
+    } else if (shape == "qwen2-0.5b") { // Qwen2.5 0.5B
+        c.setArchitecture("qwen2");
+        c.contextLength = 32768;
+        c.embeddingLength = 896;
+        c.blockCount = 24;
+        c.feedForwardLength = 4864;
+        c.headCount = 14;
+        c.headCountKv = 2;
+        c.vocabSize = 151936;
+        c.ropeTheta = 1000000.0f;
+        c.rmsEpsilon = 1e-6f;
+        c.tiedOutput = true;
+    } else if (shape == "qwen3-8b") { // Qwen3 8B
+        c.setArchitecture("qwen3");
+        c.contextLength = 40960;
+        c.embeddingLength = 4096;
+        c.blockCount = 36;
+        c.feedForwardLength = 12288;
+        c.headCount = 32;
+        c.headCountKv = 8;
+        c.headDim = 128;
+        c.vocabSize = 151936;
+        c.ropeTheta = 1000000.0f;
+        c.rmsEpsilon = 1e-6f;
     } else {
         std::string known;
         for (const std::string& name : shapeNames()) {
@@ -153,7 +292,9 @@ ModelConfig::named(const std::string& shape)
         }
         throw kp::Error("unknown model shape '" + shape + "' (known: " + known + ")");
     }
-    c.headDim = c.embeddingLength / c.headCount;
+    if (c.headDim == 0) {
+        c.headDim = c.embeddingLength / c.headCount;
+    }
     c.ropeDims = c.headDim;
     c.validate();
     return c;
@@ -167,9 +308,19 @@ ModelConfig::validate() const
         headCountKv == 0 || vocabSize == 0 || contextLength == 0) {
         fail("the model's sizes must all be positive");
     }
-    if (headDim * headCount != embeddingLength) {
-        fail("head_count " + std::to_string(headCount) + " times the head size " + std::to_string(headDim) +
-             " is not embedding_length " + std::to_string(embeddingLength));
+    const Architecture* arch = findArchitecture(architecture);
+    if (arch == nullptr) {
+        fail("unsupported architecture '" + architecture + "'");
+    }
+    if (attentionBias != arch->attentionBias || qkNorm != arch->qkNorm || ropeNeox != arch->ropeNeox) {
+        fail("attentionBias, qkNorm and ropeNeox do not match architecture '" + architecture +
+             "' (ModelConfig::setArchitecture sets them)");
+    }
+    if (ropeFreqFactors && !arch->ropeFreqs) {
+        fail("architecture '" + architecture + "' has no rope_freqs (ropeFreqFactors)");
+    }
+    if (headDim == 0) {
+        fail("the head size must be positive");
     }
     if (headCount % headCountKv != 0) {
         fail("attention.head_count " + std::to_string(headCount) + " is not a multiple of head_count_kv " +
@@ -202,17 +353,30 @@ std::vector<WeightSpec>
 weightSpecs(const ModelConfig& c)
 {
     const uint64_t d = c.embeddingLength;
+    const uint64_t hd = c.headDim;
     const uint64_t q = uint64_t(c.headCount) * c.headDim;
     const uint64_t kv = uint64_t(c.headCountKv) * c.headDim;
     const uint64_t ff = c.feedForwardLength;
     std::vector<WeightSpec> specs;
     specs.push_back({ "token_embd.weight", { d, c.vocabSize }, true });
+    if (c.ropeFreqFactors) {
+        specs.push_back({ "rope_freqs.weight", { uint64_t(c.ropeDims / 2) }, false });
+    }
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         const std::string b = "blk." + std::to_string(layer) + ".";
         specs.push_back({ b + "attn_norm.weight", { d }, false });
         specs.push_back({ b + "attn_q.weight", { d, q }, true });
         specs.push_back({ b + "attn_k.weight", { d, kv }, true });
         specs.push_back({ b + "attn_v.weight", { d, kv }, true });
+        if (c.attentionBias) {
+            specs.push_back({ b + "attn_q.bias", { q }, false });
+            specs.push_back({ b + "attn_k.bias", { kv }, false });
+            specs.push_back({ b + "attn_v.bias", { kv }, false });
+        }
+        if (c.qkNorm) {
+            specs.push_back({ b + "attn_q_norm.weight", { hd }, false });
+            specs.push_back({ b + "attn_k_norm.weight", { hd }, false });
+        }
         specs.push_back({ b + "attn_output.weight", { q, d }, true });
         specs.push_back({ b + "ffn_norm.weight", { d }, false });
         specs.push_back({ b + "ffn_gate.weight", { d, ff }, true });
@@ -229,7 +393,15 @@ weightSpecs(const ModelConfig& c)
 void
 checkWeights(const GgufFile& file, const ModelConfig& config)
 {
-    for (const WeightSpec& spec : weightSpecs(config)) {
+    const std::vector<WeightSpec> specs = weightSpecs(config);
+    for (const GgufTensorInfo& info : file.tensors()) {
+        auto known = [&](const WeightSpec& spec) { return spec.name == info.name; };
+        if (std::find_if(specs.begin(), specs.end(), known) == specs.end()) {
+            throw file.error("tensor '" + info.name + "' is not part of a " + config.architecture +
+                             " model as this runner reads it: refused rather than ignored");
+        }
+    }
+    for (const WeightSpec& spec : specs) {
         const GgufTensorInfo* info = file.findTensor(spec.name);
         if (info == nullptr) {
             throw file.error("missing tensor '" + spec.name + "' (shape " + shapeText(spec.shape) + ")");
@@ -238,10 +410,10 @@ checkWeights(const GgufFile& file, const ModelConfig& config)
             throw file.error("tensor '" + spec.name + "' has shape " + shapeText(info->shape) +
                              ", but the model's metadata needs " + shapeText(spec.shape));
         }
-        bool quantized = info->type == TensorType::eQ8_0 || info->type == TensorType::eQ4_0;
-        if (!spec.isMatrix && quantized) {
-            throw file.error("norm weight '" + spec.name + "' has type " + toString(info->type) +
-                             "; norm weights must be F32, F16 or BF16");
+        bool plain = info->type == TensorType::eF32 || info->type == TensorType::eF16 || info->type == TensorType::eBF16;
+        if (!spec.isMatrix && !plain) {
+            throw file.error("vector '" + spec.name + "' has type " + toString(info->type) +
+                             "; norm weights, biases and RoPE factors must be F32, F16 or BF16");
         }
         if (!isSupportedWeightType(info->type)) {
             throw file.error("tensor '" + spec.name + "' has type " + toString(info->type) +

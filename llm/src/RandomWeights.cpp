@@ -136,10 +136,25 @@ randomWeight(const WeightSpec& spec, TensorType type, uint64_t seed, uint64_t in
     uint64_t cols = spec.shape[0];
     uint64_t elements = cols * (spec.shape.size() > 1 ? spec.shape[1] : 1);
     if (!spec.isMatrix) {
+        // The layer norms are ones; biases, query/key norms and RoPE
+        // factors vary, so that a test sees whether they are applied.
+        auto endsWith = [&](const char* suffix) {
+            size_t n = std::strlen(suffix);
+            return spec.name.size() >= n && spec.name.compare(spec.name.size() - n, n, suffix) == 0;
+        };
+        uint64_t state = seed * 1000003ull + index;
         std::vector<uint8_t> bytes(elements * 4);
-        const float one = 1.0f;
         for (uint64_t i = 0; i < elements; ++i) {
-            std::memcpy(bytes.data() + 4 * i, &one, 4);
+            float v = 1.0f;
+            if (endsWith(".bias")) {
+                v = 0.5f * unit(state);
+            } else if (endsWith("attn_q_norm.weight") || endsWith("attn_k_norm.weight")) {
+                v = 1.0f + 0.5f * unit(state);
+            } else if (spec.name == "rope_freqs.weight") {
+                // Llama 3.1's shape: 1 for the fast pairs, up to 8 for the slow.
+                v = 1.0f + 7.0f * float(i) / float(std::max<uint64_t>(1, elements - 1));
+            }
+            std::memcpy(bytes.data() + 4 * i, &v, 4);
         }
         return bytes;
     }

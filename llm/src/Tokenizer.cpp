@@ -35,6 +35,7 @@ struct PreTokenizer
 {
     Pattern pattern;
     bool ignoreMerges; // a word that is a token is taken whole (Llama 3)
+    size_t digitRun = 3; // eLlama3: digits per piece (\p{N}{1,3}; Qwen2: \p{N})
 };
 
 PreTokenizer
@@ -49,8 +50,12 @@ preTokenizerNamed(const std::string& name)
     if (name == "smaug-bpe") {
         return { Pattern::eLlama3, false };
     }
+    if (name == "qwen2") { // Qwen2, Qwen2.5, Qwen3: Llama 3's pattern, one digit at a time
+        return { Pattern::eLlama3, false, 1 };
+    }
     throw FormatError("unsupported BPE pre-tokenizer '" + name +
-                      "' (tokenizer.ggml.pre); supported: llama-bpe (Llama 3), smaug-bpe, default (GPT-2)");
+                      "' (tokenizer.ggml.pre); supported: llama-bpe (Llama 3), qwen2 (Qwen2/2.5/3), smaug-bpe, "
+                      "default (GPT-2)");
 }
 
 // --- Pattern matching over code points (hand-written forms of the regexes) ---
@@ -160,7 +165,7 @@ matchGpt2(const std::vector<CodePoint>& cps, size_t i)
 }
 
 size_t
-matchLlama3(const std::vector<CodePoint>& cps, size_t i)
+matchLlama3(const std::vector<CodePoint>& cps, size_t i, size_t digitRun)
 {
     size_t n = cps.size();
     if (size_t length = matchContraction(cps, i, true)) {
@@ -174,9 +179,9 @@ matchLlama3(const std::vector<CodePoint>& cps, size_t i)
     if (size_t run = runOf(cps, i, isLetter)) {
         return run;
     }
-    // \p{N}{1,3}
+    // \p{N}{1,3} (Qwen2: \p{N})
     if (size_t run = runOf(cps, i, isNumber)) {
-        return std::min<size_t>(run, 3);
+        return std::min<size_t>(run, digitRun);
     }
     //  ?[^\s\p{L}\p{N}]+[\r\n]*
     size_t start = (cps[i].value == ' ' && i + 1 < n && isOther(cps[i + 1])) ? i + 1 : i;
@@ -708,7 +713,8 @@ Tokenizer::State::encodeByteLevel(std::string_view text, std::vector<uint32_t>& 
     std::vector<CodePoint> cps = unicode::decodeUtf8(text);
     size_t i = 0;
     while (i < cps.size()) {
-        size_t length = preTokenizer.pattern == Pattern::eLlama3 ? matchLlama3(cps, i) : matchGpt2(cps, i);
+        size_t length = preTokenizer.pattern == Pattern::eLlama3 ? matchLlama3(cps, i, preTokenizer.digitRun)
+                                                                  : matchGpt2(cps, i);
         size_t begin = cps[i].offset;
         size_t end = cps[i + length - 1].offset + cps[i + length - 1].length;
         encodeBpeWord(std::string(text.substr(begin, end - begin)), out);

@@ -3,6 +3,7 @@
 // infos and alignment, and clear errors for every kind of broken file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -378,6 +379,165 @@ TEST(ModelConfig, ClearErrors)
                       "tensor 'blk.0.attn_k.weight' has shape [64, 64], but the model's metadata needs [64, 32]");
 }
 
+TEST(ModelConfig, ReadsQwenMetadataAndRopeScaling)
+{
+    GgufWriter qwen2;
+    qwen2.addString("general.architecture", "qwen2");
+    qwen2.addU32("qwen2.context_length", 32768);
+    qwen2.addU32("qwen2.embedding_length", 64);
+    qwen2.addU32("qwen2.block_count", 1);
+    qwen2.addU32("qwen2.feed_forward_length", 96);
+    qwen2.addU32("qwen2.attention.head_count", 4);
+    qwen2.addU32("qwen2.attention.head_count_kv", 2);
+    qwen2.addF32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+    qwen2.addF32("qwen2.rope.freq_base", 1000000.0f);
+    qwen2.addU32("qwen2.vocab_size", 32);
+    ModelConfig c = ModelConfig::fromGguf(GgufFile::fromBytes(qwen2.bytes()));
+    EXPECT_EQ(c.architecture, "qwen2");
+    EXPECT_EQ(c.contextLength, 32768u);
+    EXPECT_TRUE(c.attentionBias && c.ropeNeox && !c.qkNorm);
+    EXPECT_EQ(c.ropeTheta, 1000000.0f);
+    addWeights(qwen2, c);
+    EXPECT_NO_THROW(kp::llm::checkWeights(GgufFile::fromBytes(qwen2.bytes()), c));
+    // Without its biases a qwen2 file is incomplete.
+    GgufWriter noBias = qwen2;
+    noBias.tensors.erase(std::remove_if(noBias.tensors.begin(), noBias.tensors.end(),
+                                        [](const auto& t) { return t.name == "blk.0.attn_k.bias"; }),
+                         noBias.tensors.end());
+    expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(noBias.bytes()), c); },
+                      "missing tensor 'blk.0.attn_k.bias' (shape [32])");
+
+    GgufWriter qwen3;
+    qwen3.addString("general.architecture", "qwen3");
+    qwen3.addU32("qwen3.context_length", 40960);
+    qwen3.addU32("qwen3.embedding_length", 64);
+    qwen3.addU32("qwen3.block_count", 1);
+    qwen3.addU32("qwen3.feed_forward_length", 96);
+    qwen3.addU32("qwen3.attention.head_count", 4);
+    qwen3.addU32("qwen3.attention.head_count_kv", 2);
+    qwen3.addU32("qwen3.attention.key_length", 32);
+    qwen3.addU32("qwen3.attention.value_length", 32);
+    qwen3.addF32("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    qwen3.addU32("qwen3.vocab_size", 32);
+    c = ModelConfig::fromGguf(GgufFile::fromBytes(qwen3.bytes()));
+    EXPECT_TRUE(c.qkNorm && c.ropeNeox && !c.attentionBias);
+    EXPECT_EQ(c.headDim, 32u);
+    EXPECT_EQ(c.ropeDims, 32u);
+    addWeights(qwen3, c);
+    GgufFile complete = GgufFile::fromBytes(qwen3.bytes());
+    EXPECT_NO_THROW(kp::llm::checkWeights(complete, c));
+    EXPECT_EQ(complete.tensor("blk.0.attn_q.weight").shape, (std::vector<uint64_t>{ 64, 128 }));
+    EXPECT_EQ(complete.tensor("blk.0.attn_q_norm.weight").shape, (std::vector<uint64_t>{ 32 }));
+
+    // Linear scaling, as rope.scaling.* or the older rope.scale_linear.
+    GgufWriter linear = llamaMetadata();
+    linear.addString("llama.rope.scaling.type", "linear");
+    linear.addF32("llama.rope.scaling.factor", 4.0f);
+    linear.addU32("llama.rope.scaling.original_context_length", 2048);
+    EXPECT_EQ(ModelConfig::fromGguf(GgufFile::fromBytes(linear.bytes())).ropeFreqScale, 0.25f);
+    GgufWriter old = llamaMetadata();
+    old.addF32("llama.rope.scale_linear", 2.0f);
+    EXPECT_EQ(ModelConfig::fromGguf(GgufFile::fromBytes(old.bytes())).ropeFreqScale, 0.5f);
+    GgufWriter none = llamaMetadata(); // llama.cpp: an explicit none never scales
+    none.addString("llama.rope.scaling.type", "none");
+    none.addF32("llama.rope.scaling.factor", 4.0f);
+    EXPECT_EQ(ModelConfig::fromGguf(GgufFile::fromBytes(none.bytes())).ropeFreqScale, 1.0f);
+    // Llama 3.1: rope_freqs.weight, ropeDims / 2 f32 divisors.
+    GgufWriter llama31 = llamaMetadata();
+    llama31.addTensor("rope_freqs.weight", { 8 }, 0, std::vector<uint8_t>(8 * 4));
+    c = ModelConfig::fromGguf(GgufFile::fromBytes(llama31.bytes()));
+    EXPECT_TRUE(c.ropeFreqFactors);
+    llama31.tensors.clear();
+    addWeights(llama31, c);
+    EXPECT_NO_THROW(kp::llm::checkWeights(GgufFile::fromBytes(llama31.bytes()), c));
+    for (auto& t : llama31.tensors) {
+        if (t.name == "rope_freqs.weight") {
+            t.shape = { 16 };
+            t.data.assign(16 * 4, 0);
+        }
+    }
+    expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(llama31.bytes()), c); },
+                      "tensor 'rope_freqs.weight' has shape [16], but the model's metadata needs [8]");
+}
+
+TEST(ModelConfig, WhatTheRunnerDoesNotReadIsAnError)
+{
+    GgufWriter noArch;
+    noArch.addU32("llama.context_length", 128);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(noArch.bytes())); },
+                      "missing metadata key 'general.architecture'");
+    GgufWriter other;
+    other.addString("general.architecture", "gemma2");
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(other.bytes())); },
+                      "unsupported architecture 'gemma2' (general.architecture): this runner supports 'llama'");
+    GgufWriter unknownKey = llamaMetadata();
+    unknownKey.addU32("llama.attention.sliding_window", 4096);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(unknownKey.bytes())); },
+                      "metadata key 'llama.attention.sliding_window' is not understood by this runner");
+    GgufWriter yarn = llamaMetadata();
+    yarn.addString("llama.rope.scaling.type", "yarn");
+    yarn.addF32("llama.rope.scaling.factor", 4.0f);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(yarn.bytes())); },
+                      "unsupported RoPE scaling 'yarn' (llama.rope.scaling.type)");
+    GgufWriter experts = llamaMetadata();
+    experts.addU32("llama.expert_count", 8);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(experts.bytes())); },
+                      "llama.expert_count is 8: mixture-of-experts models are not supported");
+    GgufWriter value = llamaMetadata();
+    value.addU32("llama.attention.value_length", 8);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(value.bytes())); },
+                      "llama.attention.value_length 8 differs from the key head size 16");
+    GgufWriter badFactor = llamaMetadata();
+    badFactor.addF32("llama.rope.scaling.factor", 0.0f);
+    expectFormatError([&] { ModelConfig::fromGguf(GgufFile::fromBytes(badFactor.bytes())); },
+                      "llama.rope.scaling.factor must be positive");
+
+    // rope_freqs in a qwen2 file: llama.cpp reads it for llama only.
+    GgufWriter qwenFreqs;
+    qwenFreqs.addString("general.architecture", "qwen2");
+    qwenFreqs.addU32("qwen2.context_length", 64);
+    qwenFreqs.addU32("qwen2.embedding_length", 64);
+    qwenFreqs.addU32("qwen2.block_count", 1);
+    qwenFreqs.addU32("qwen2.feed_forward_length", 64);
+    qwenFreqs.addU32("qwen2.attention.head_count", 4);
+    qwenFreqs.addU32("qwen2.vocab_size", 32);
+    qwenFreqs.addF32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+    ModelConfig qc = ModelConfig::fromGguf(GgufFile::fromBytes(qwenFreqs.bytes()));
+    addWeights(qwenFreqs, qc);
+    qwenFreqs.addTensor("rope_freqs.weight", { 4 }, 0, std::vector<uint8_t>(4 * 4));
+    GgufFile qf = GgufFile::fromBytes(qwenFreqs.bytes());
+    EXPECT_FALSE(ModelConfig::fromGguf(qf).ropeFreqFactors);
+    expectFormatError([&] { kp::llm::checkWeights(qf, ModelConfig::fromGguf(qf)); },
+                      "tensor 'rope_freqs.weight' is not part of a qwen2 model");
+    // A quantized vector (a bias) is refused by name.
+    GgufWriter qBias = qwenFreqs;
+    qBias.tensors.pop_back();
+    for (auto& t : qBias.tensors) {
+        if (t.name == "blk.0.attn_v.bias") {
+            t.type = 8; // Q8_0
+            t.data.assign(64 / 32 * 34, 0); // 4 KV heads x 16 values
+        }
+    }
+    expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(qBias.bytes()), qc); },
+                      "vector 'blk.0.attn_v.bias' has type Q8_0");
+
+    // A tensor no layer reads: qwen2's bias in a llama file.
+    GgufWriter extra = llamaMetadata();
+    ModelConfig c = ModelConfig::fromGguf(GgufFile::fromBytes(extra.bytes()));
+    addWeights(extra, c);
+    extra.addTensor("blk.0.attn_q.bias", { 64 }, 0, std::vector<uint8_t>(64 * 4));
+    expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(extra.bytes()), c); },
+                      "tensor 'blk.0.attn_q.bias' is not part of a llama model as this runner reads it");
+    // A config whose flags are not its architecture's.
+    ModelConfig mixed = c;
+    mixed.qkNorm = true;
+    EXPECT_THROW(mixed.validate(), kp::llm::FormatError);
+    EXPECT_THROW(mixed.setArchitecture("gpt2"), kp::Error);
+    mixed.setArchitecture("qwen3");
+    EXPECT_NO_THROW(mixed.validate());
+    EXPECT_EQ(ModelConfig::architectureNames(), (std::vector<std::string>{ "llama", "qwen2", "qwen3" }));
+}
+
 TEST(ModelConfig, NamedShapes)
 {
     ModelConfig c = ModelConfig::named("llama-8b");
@@ -389,6 +549,13 @@ TEST(ModelConfig, NamedShapes)
     EXPECT_EQ(c.ropeTheta, 500000.0f);
     EXPECT_NEAR(static_cast<double>(c.parameterCount()), 8.03e9, 0.01e9);
     EXPECT_THROW(ModelConfig::named("llama-70b"), kp::Error);
+    ModelConfig qwen3 = ModelConfig::named("qwen3-8b");
+    EXPECT_EQ(qwen3.architecture, "qwen3");
+    EXPECT_EQ(qwen3.headDim, 128u);
+    EXPECT_NEAR(static_cast<double>(qwen3.parameterCount()), 8.19e9, 0.01e9);
+    ModelConfig qwen2 = ModelConfig::named("qwen2-0.5b");
+    EXPECT_TRUE(qwen2.attentionBias && qwen2.tiedOutput);
+    EXPECT_NEAR(static_cast<double>(qwen2.parameterCount()), 0.494e9, 0.001e9);
     EXPECT_EQ(kp::llm::parseWeightType("Q4_0"), TensorType::eQ4_0);
     EXPECT_THROW(kp::llm::parseWeightType("q4_k"), kp::Error);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The LLM runner's forward pass on the device (kp::llm::Model and Context)
 // against a host reference written out here in double precision: a small
-// Llama of random weights in every weight type, the logits of every
-// position, decode steps against teacher forcing, the argmax on the device,
+// Llama of random weights in every weight type, the other layouts (Llama
+// 3.1's rope_freqs, linear RoPE scaling, qwen2's biases, qwen3's query/key
+// norms and head size) read from files, the logits of every position, decode steps against teacher forcing, the argmax on the device,
 // a model file read back, and clear errors for bad input.
 //
 // Tolerances (largest absolute difference over the largest reference
@@ -177,20 +178,54 @@ rmsNorm(const Rows& x, const std::vector<double>& w, double eps)
     return y;
 }
 
-/** GGUF's llama layout: adjacent pairs of each head turn by p * theta^(-2i/dims). */
+/** Pair i of each head turns by p * freqScale * theta^(-2i/dims) / factor_i:
+ * adjacent pairs in GGUF's llama layout, (i, i + dims/2) in qwen's. */
 void
-rope(Rows& x, const ModelConfig& c, uint32_t heads)
+rope(Rows& x, const ModelConfig& c, uint32_t heads, const std::vector<double>* factors)
 {
     for (size_t p = 0; p < x.size(); ++p) {
         for (uint32_t h = 0; h < heads; ++h) {
             for (uint32_t i = 0; i < c.ropeDims / 2; ++i) {
-                double angle = double(p) * std::pow(double(c.ropeTheta), -2.0 * i / c.ropeDims);
-                double& a = x[p][h * c.headDim + 2 * i];
-                double& b = x[p][h * c.headDim + 2 * i + 1];
+                double angle = double(p) * c.ropeFreqScale * std::pow(double(c.ropeTheta), -2.0 * i / c.ropeDims);
+                if (factors) {
+                    angle /= (*factors)[i];
+                }
+                size_t first = c.ropeNeox ? i : 2 * i;
+                size_t second = c.ropeNeox ? i + c.ropeDims / 2 : 2 * i + 1;
+                double& a = x[p][h * c.headDim + first];
+                double& b = x[p][h * c.headDim + second];
                 double a0 = a, b0 = b;
                 a = a0 * std::cos(angle) - b0 * std::sin(angle);
                 b = a0 * std::sin(angle) + b0 * std::cos(angle);
             }
+        }
+    }
+}
+
+/** Each head of each row RMS-normalized with weight `w` (qwen3). */
+void
+headNorm(Rows& x, const std::vector<double>& w, uint32_t heads, uint32_t headDim, double eps)
+{
+    for (auto& row : x) {
+        for (uint32_t h = 0; h < heads; ++h) {
+            double squares = 0;
+            for (uint32_t i = 0; i < headDim; ++i) {
+                squares += row[h * headDim + i] * row[h * headDim + i];
+            }
+            double inv = 1.0 / std::sqrt(squares / headDim + eps);
+            for (uint32_t i = 0; i < headDim; ++i) {
+                row[h * headDim + i] *= inv * w[i];
+            }
+        }
+    }
+}
+
+void
+addBias(Rows& x, const std::vector<double>& bias)
+{
+    for (auto& row : x) {
+        for (size_t i = 0; i < row.size(); ++i) {
+            row[i] += bias[i];
         }
     }
 }
@@ -222,8 +257,18 @@ referenceLogits(const ModelConfig& c, const HostWeights& w, const std::vector<ui
         Rows q = linear(h, w[b + "attn_q.weight"], c.headCount * hd);
         Rows k = linear(h, w[b + "attn_k.weight"], c.headCountKv * hd);
         Rows v = linear(h, w[b + "attn_v.weight"], c.headCountKv * hd);
-        rope(q, c, c.headCount);
-        rope(k, c, c.headCountKv);
+        if (c.attentionBias) {
+            addBias(q, w[b + "attn_q.bias"]);
+            addBias(k, w[b + "attn_k.bias"]);
+            addBias(v, w[b + "attn_v.bias"]);
+        }
+        if (c.qkNorm) {
+            headNorm(q, w[b + "attn_q_norm.weight"], c.headCount, c.headDim, c.rmsEpsilon);
+            headNorm(k, w[b + "attn_k_norm.weight"], c.headCountKv, c.headDim, c.rmsEpsilon);
+        }
+        const std::vector<double>* factors = c.ropeFreqFactors ? &w["rope_freqs.weight"] : nullptr;
+        rope(q, c, c.headCount, factors);
+        rope(k, c, c.headCountKv, factors);
         roundToHalf(k); // the KV cache is f16
         roundToHalf(v);
         Rows attention(n, std::vector<double>(c.headCount * hd, 0.0));
@@ -353,6 +398,101 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes,
                          ::testing::Values(TensorType::eF32, TensorType::eF16, TensorType::eBF16, TensorType::eQ8_0,
                                            TensorType::eQ4_0),
                          [](const auto& info) { return kp::llm::toString(info.param); });
+
+/** The layouts besides Llama 1/2/3's: each changes what the step records. */
+struct Variant
+{
+    const char* name;
+    std::function<void(ModelConfig&)> apply;
+};
+
+const Variant kVariants[] = {
+    { "llama31", [](ModelConfig& c) { c.ropeFreqFactors = true; c.ropeTheta = 500000.0f; } },
+    { "llamaLinearRope", [](ModelConfig& c) { c.ropeFreqScale = 0.25f; } },
+    { "qwen2", [](ModelConfig& c) { c.setArchitecture("qwen2"); c.tiedOutput = true; } },
+    { "qwen3",
+      [](ModelConfig& c) {
+          c.setArchitecture("qwen3");
+          c.headDim = 32; // attention.key_length: not width / heads
+          c.ropeDims = 32;
+          c.ropeTheta = 1000000.0f;
+      } },
+    { "qwen3PartialRope",
+      [](ModelConfig& c) {
+          c.setArchitecture("qwen3");
+          c.headDim = 8;
+          c.ropeDims = 4;
+          c.tiedOutput = true;
+      } },
+};
+
+class LlmArchitecture : public kp_test::KomputeParamTest<std::tuple<size_t, TensorType>>
+{};
+
+TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
+{
+    const Variant& variant = kVariants[std::get<0>(GetParam())];
+    const TensorType type = std::get<1>(GetParam());
+    ModelConfig c = smallConfig();
+    variant.apply(c);
+    c.validate();
+    const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+
+    // Through a file: what the loader reads (architecture keys, key_length,
+    // rope_freqs, biases, norms) must make the same model.
+    const std::string path = ::testing::TempDir() + "kompute-llm-arch-" + variant.name + ".gguf";
+    kp::llm::writeRandomModel(path, c, type, kSeed);
+    kp::llm::GgufFile file = kp::llm::GgufFile::open(path);
+    const ModelConfig read = ModelConfig::fromGguf(file);
+    EXPECT_EQ(read.architecture, c.architecture);
+    EXPECT_EQ(read.headDim, c.headDim);
+    EXPECT_EQ(read.ropeFreqFactors, c.ropeFreqFactors);
+    EXPECT_EQ(read.ropeFreqScale, c.ropeFreqScale);
+    EXPECT_EQ(read.tiedOutput, c.tiedOutput);
+    auto model = Model::load(mgr(), file);
+    std::remove(path.c_str());
+    EXPECT_EQ(model->weightType(), type);
+    EXPECT_NE(model->typeMix().find(kp::llm::toString(type)), std::string::npos) << model->typeMix();
+
+    ContextOptions options;
+    options.contextSize = 32;
+    Context context(model, options);
+    std::vector<float> logits;
+    context.evaluate(kPrompt, Logits::eAll, &logits);
+    ASSERT_EQ(logits.size(), kPrompt.size() * c.vocabSize);
+    EXPECT_LT(relativeError(logits, expected), tolerance(type));
+
+    // Decoding: one token per step after a prompt of 5.
+    context.reset();
+    std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+    context.evaluate(head, Logits::eLast, &logits);
+    EXPECT_LT(relativeError(logits, expected, 4), tolerance(type));
+    for (size_t t = 5; t < kPrompt.size(); ++t) {
+        context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
+    }
+
+    // The reference without what the variant adds is far off: the test
+    // sees whether it is applied.
+    ModelConfig plain = smallConfig();
+    plain.headDim = c.headDim;
+    plain.ropeDims = c.ropeDims;
+    plain.tiedOutput = c.tiedOutput;
+    plain.ropeTheta = c.ropeTheta;
+    HostWeights w = hostWeights(c, type, kSeed);
+    double without = relativeError(logits, referenceLogits(plain, w, kPrompt), kPrompt.size() - 1);
+    EXPECT_GT(without, std::max(0.05, 3 * tolerance(type)));
+    std::printf("%s %s: %.3g off the reference without it\n", variant.name, kp::llm::toString(type).c_str(), without);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts,
+                         LlmArchitecture,
+                         ::testing::Combine(::testing::Range<size_t>(0, sizeof(kVariants) / sizeof(kVariants[0])),
+                                            ::testing::Values(TensorType::eF32, TensorType::eQ8_0, TensorType::eQ4_0)),
+                         [](const auto& info) {
+                             return std::string(kVariants[std::get<0>(info.param)].name) + "_" +
+                                    kp::llm::toString(std::get<1>(info.param));
+                         });
 
 class LlmContext : public kp_test::KomputeTest
 {};

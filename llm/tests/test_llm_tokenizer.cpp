@@ -173,13 +173,22 @@ TEST(ByteLevelBpe, Llama3PatternSplitsDigitsInThreesAndContractions)
     EXPECT_TRUE(t.isEndOfGeneration(*t.find("<|end|>")));
 }
 
+TEST(ByteLevelBpe, Qwen2PatternSplitsDigitsOneByOne)
+{
+    // qwen2 applies merges inside a piece (no ignore_merges): "12" is a
+    // token, yet every digit is a piece of its own.
+    Tokenizer t(byteLevel({ { "1", "2" }, { "12", "3" }, { "'", "S" }, { "\xC4\xA0", "a" } }, "qwen2"));
+    EXPECT_EQ(texts(t, t.encode("1234")), (std::vector<std::string>{ "1", "2", "3", "4" }));
+    EXPECT_EQ(texts(t, t.encode("'S a")), (std::vector<std::string>{ "'S", "\xC4\xA0" "a" }));
+}
+
 TEST(ByteLevelBpe, UnknownPreTokenizerIsAnError)
 {
     try {
-        Tokenizer t(byteLevel({}, "qwen2"));
+        Tokenizer t(byteLevel({}, "falcon"));
         FAIL();
     } catch (const kp::llm::FormatError& error) {
-        EXPECT_NE(std::string(error.what()).find("'qwen2'"), std::string::npos);
+        EXPECT_NE(std::string(error.what()).find("'falcon'"), std::string::npos);
     }
 }
 

@@ -237,9 +237,11 @@ bindRows(nb::module_& m)
       .def(
         "__init__",
         [](OpRMSNorm* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float eps, uint32_t xRowStride,
-           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t yOffset) {
+           uint32_t yRowStride, uint64_t xOffset, uint64_t weightOffset, uint64_t yOffset, uint32_t heads,
+           uint32_t weightHeadStride) {
             construct(self, tensors,
-                      RMSNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, yOffset });
+                      RMSNormParams{ rows, cols, eps, xRowStride, yRowStride, xOffset, weightOffset, yOffset, heads,
+                                     weightHeadStride });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -251,8 +253,13 @@ bindRows(nb::module_& m)
         "x_offset"_a = 0,
         "weight_offset"_a = 0,
         "y_offset"_a = 0,
+        "heads"_a = 1,
+        "weight_head_stride"_a = 0,
         keepGil,
-        "tensors: [x, weight, y] or [x, y] (no weight). Row strides of 0: cols.");
+        "tensors: [x, weight, y] or [x, y] (no weight). With heads > 1 each row holds `heads` vectors of "
+        "`cols`, cols apart, each normalized on its own (Qwen3's query and key norms), head h with the "
+        "weights from weight_offset + h * weight_head_stride (0: one weight for all). Row strides of 0: "
+        "heads * cols.");
 
     nb::class_<OpLayerNorm, KernelOp>(m,
                                       "OpLayerNorm",
@@ -299,10 +306,10 @@ bindTransformer(nb::module_& m)
         "__init__",
         [](OpRoPE* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t headDim,
            uint32_t ropeDims, float theta, float freqScale, RoPEMode mode, uint32_t xRowStride, uint32_t yRowStride,
-           uint64_t xOffset, uint64_t yOffset, uint64_t positionsOffset) {
+           uint64_t xOffset, uint64_t yOffset, uint64_t positionsOffset, uint64_t freqFactorsOffset) {
             construct(self, tensors,
                       RoPEParams{ rows, heads, headDim, ropeDims, theta, freqScale, mode, xRowStride, yRowStride,
-                                  xOffset, yOffset, positionsOffset });
+                                  xOffset, yOffset, positionsOffset, freqFactorsOffset });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -318,8 +325,11 @@ bindTransformer(nb::module_& m)
         "x_offset"_a = 0,
         "y_offset"_a = 0,
         "positions_offset"_a = 0,
+        "freq_factors_offset"_a = 0,
         keepGil,
-        "tensors: [x, positions, y]. rope_dims = 0: head_dim; row strides of 0: heads * head_dim.");
+        "tensors: [x, positions, y], or [x, positions, y, freq_factors] where a float32 tensor of "
+        "rope_dims/2 divisors (Llama 3.1's rope_freqs) divides pair i's angle by freq_factors[i]. "
+        "rope_dims = 0: head_dim; row strides of 0: heads * head_dim.");
 
     nb::class_<OpSetRows, KernelOp>(
       m,

@@ -245,8 +245,8 @@ bindLlm(nb::module_& parent)
 
     nb::class_<PyModel>(m,
                         "Model",
-                        "A Llama-family model on the device with one context (KV cache): from a GGUF "
-                        "file, or random weights of a named shape.")
+                        "A Llama-family model (architecture llama, qwen2 or qwen3) on the device with one "
+                        "context (KV cache): from a GGUF file, or random weights of a named shape.")
       .def(
         "__init__",
         [](PyModel* self, std::optional<std::string> path, std::optional<std::string> random,
@@ -309,9 +309,30 @@ bindLlm(nb::module_& parent)
             d["vocab_size"] = c.vocabSize;
             d["tied_output"] = c.tiedOutput;
             d["weight_type"] = llm::toString(self.model->weightType());
+            d["architecture"] = c.architecture;
+            d["rope_freq_scale"] = c.ropeFreqScale;
+            d["rope_freqs"] = c.ropeFreqFactors;
+            nb::dict counts;
+            for (const auto& [type, count] : self.model->typeCounts()) {
+                counts[llm::toString(type).c_str()] = count;
+            }
+            d["type_counts"] = counts;
+            d["type_mix"] = self.model->typeMix();
             return d;
         },
-        "The hyperparameters, as a dict.")
+        "The hyperparameters, as a dict: the file's architecture ('llama', 'qwen2', 'qwen3'), sizes, "
+        "RoPE settings (rope_freq_scale: linear scaling; rope_freqs: Llama 3.1's per-frequency factors), "
+        "weight_type (of the layers' matrices), and the file's type mix: type_counts (tensors of each "
+        "type) and type_mix ('7 Q4_0, 5 F32').")
+      .def(
+        "__repr__",
+        [](const PyModel& self) {
+            const llm::ModelConfig& c = self.model->config();
+            return "<kp.llm.Model " + (c.name.empty() ? c.architecture : c.name) + " (" + c.architecture + ", " +
+                   std::to_string(c.blockCount) + " layers, width " + std::to_string(c.embeddingLength) + "): " +
+                   self.model->typeMix() + ">";
+        },
+        "The model's name, architecture, size and type mix.")
       .def_prop_ro(
         "tokenizer",
         [](PyModel& self) -> llm::Tokenizer* { return self.tokenizer ? &*self.tokenizer : nullptr; },

@@ -1,12 +1,13 @@
-"""Helpers of the LLM runner's tests: tiny Llama models written as GGUF
-files (with the gguf package), GGUF's block formats quantized and
+"""Helpers of the LLM runner's tests: tiny models of the llama, qwen2 and
+qwen3 architectures written as GGUF files (with the gguf package), GGUF's block formats quantized and
 dequantized in NumPy, and a NumPy reference forward pass.
 
 Everything here is independent of the runner: the dequantization follows
 the GGUF block layouts (Q8_0: f16 scale + 32 int8; Q4_0: f16 scale + 16
 bytes whose low nibbles are weights 0..15 and high nibbles 16..31, value
-(q - 8) * scale), and the forward pass is the Llama architecture written out
-in float64.
+(q - 8) * scale), and the forward pass is the Llama architecture (with
+qwen2's biases, qwen3's head norms, NeoX RoPE, Llama 3.1's RoPE factors and
+linear scaling) written out in float64.
 """
 
 import dataclasses
@@ -100,10 +101,31 @@ class TinyConfig:
     rope_dims: int = 0  # 0: the whole head
     eps: float = 1e-5
     tied: bool = False
+    architecture: str = "llama"  # llama, qwen2 (q/k/v biases), qwen3 (query/key head norms)
+    key_length: int = 0  # 0: width / heads; else written as attention.key_length (qwen3)
+    rope_freqs: bool = False  # Llama 3.1's rope_freqs.weight
+    rope_scale: float = 0.0  # linear RoPE scaling factor (rope.scaling.factor); 0: none
 
     @property
     def head_dim(self):
-        return self.width // self.heads
+        return self.key_length or self.width // self.heads
+
+    @property
+    def neox(self):
+        """qwen2/qwen3 rotate the halves of each head (GGUF keeps Hugging
+        Face's layout); llama adjacent pairs."""
+        return self.architecture in ("qwen2", "qwen3")
+
+
+def llama3_rope_factors(dims, base, factor=8.0, low=1.0, high=4.0, original=8192):
+    """Llama 3.1's rope_freqs as its converter computes them: 1 for the
+    short wavelengths, `factor` for the long, smoothly between."""
+    freqs = 1.0 / base ** (np.arange(0, dims, 2) / dims)
+    wavelen = 2 * np.pi / freqs
+    smooth = (original / wavelen - low) / (high - low)
+    mid = 1.0 / ((1 - smooth) / factor + smooth)
+    return np.where(wavelen < original / high, 1.0,
+                    np.where(wavelen > original / low, factor, mid)).astype(np.float32)
 
 
 def random_weights(config, seed):
@@ -119,12 +141,22 @@ def random_weights(config, seed):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     w = {"token_embd.weight": rng.standard_normal((config.vocab, d)).astype(np.float32)}
+    if config.rope_freqs:
+        # The short context makes llama3's own factors all 1 at these
+        # positions' scale: large ones, so that the test sees them.
+        w["rope_freqs.weight"] = llama3_rope_factors(config.rope_dims or hd, config.rope_base, original=16)
     for layer in range(config.layers):
         b = f"blk.{layer}."
         w[b + "attn_norm.weight"] = norm(d)
         w[b + "attn_q.weight"] = matrix(q, d)
         w[b + "attn_k.weight"] = matrix(kv, d)
         w[b + "attn_v.weight"] = matrix(kv, d)
+        if config.architecture == "qwen2":
+            for name, n in (("attn_q.bias", q), ("attn_k.bias", kv), ("attn_v.bias", kv)):
+                w[b + name] = (0.5 * rng.standard_normal(n)).astype(np.float32)
+        if config.architecture == "qwen3":
+            w[b + "attn_q_norm.weight"] = (1.0 + 0.3 * rng.standard_normal(hd)).astype(np.float32)
+            w[b + "attn_k_norm.weight"] = (1.0 + 0.3 * rng.standard_normal(hd)).astype(np.float32)
         w[b + "attn_output.weight"] = matrix(d, q)
         w[b + "ffn_norm.weight"] = norm(d)
         w[b + "ffn_gate.weight"] = matrix(ff, d)
@@ -189,12 +221,15 @@ def simple_vocabulary(size):
 
 
 def write_model(path, config, weight_type="f32", seed=0, alignment=None, extra=None,
-                skip=(), override=None, architecture="llama"):
-    """Writes a tiny Llama GGUF file; returns the weights the runner sees
+                skip=(), override=None, architecture=None):
+    """Writes a tiny GGUF file of config.architecture (`architecture`
+    overrides the name written); returns the weights the runner sees
     (dequantized, float32), for reference_logits."""
     need_gguf()
     weights = random_weights(config, seed)
     files = stored(weights, weight_type)
+    if architecture is None:
+        architecture = config.architecture
     writer = gguf.GGUFWriter(str(path), architecture)
     writer.add_name("tiny test llama")
     writer.add_context_length(config.context)
@@ -207,6 +242,12 @@ def write_model(path, config, weight_type="f32", seed=0, alignment=None, extra=N
     writer.add_rope_freq_base(config.rope_base)
     if config.rope_dims:
         writer.add_rope_dimension_count(config.rope_dims)
+    if config.key_length:
+        writer.add_key_length(config.key_length)
+        writer.add_value_length(config.key_length)
+    if config.rope_scale:
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(config.rope_scale)
     if alignment:
         writer.add_custom_alignment(alignment)
     tokens, scores, types = simple_vocabulary(config.vocab)
@@ -246,18 +287,26 @@ def rms_norm(x, weight, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
-def rope(x, positions, base, dims):
-    """GGUF's llama layout: adjacent pairs (x[2i], x[2i+1]) of the first
-    `dims` of each head rotate by position * base^(-2i/dims).
-    x: [tokens, heads, head_dim]."""
+def rope(x, positions, base, dims, neox=False, factors=None, scale=1.0):
+    """Pair i of the first `dims` of each head rotates by position * scale *
+    base^(-2i/dims) / factors[i]: in GGUF's llama layout the pairs are
+    adjacent (x[2i], x[2i+1]), in the NeoX layout of qwen2/qwen3 they are
+    (x[i], x[i + dims/2]). x: [tokens, heads, head_dim]."""
     out = x.copy()
     i = np.arange(dims // 2)
-    freq = base ** (-2.0 * i / dims)
+    freq = scale * base ** (-2.0 * i / dims)
+    if factors is not None:
+        freq = freq / factors
     angle = positions[:, None] * freq[None, :]
     cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
-    even, odd = x[:, :, 0:dims:2], x[:, :, 1:dims:2]
-    out[:, :, 0:dims:2] = even * cos - odd * sin
-    out[:, :, 1:dims:2] = even * sin + odd * cos
+    if neox:
+        first, second = x[:, :, 0:dims // 2], x[:, :, dims // 2:dims]
+        out[:, :, 0:dims // 2] = first * cos - second * sin
+        out[:, :, dims // 2:dims] = first * sin + second * cos
+    else:
+        even, odd = x[:, :, 0:dims:2], x[:, :, 1:dims:2]
+        out[:, :, 0:dims:2] = even * cos - odd * sin
+        out[:, :, 1:dims:2] = even * sin + odd * cos
     return out
 
 
@@ -275,11 +324,19 @@ def reference_logits(config, weights, tokens, kv_f16=True):
     for layer in range(config.layers):
         b = f"blk.{layer}."
         h = rms_norm(x, w[b + "attn_norm.weight"], config.eps)
-        q = (h @ w[b + "attn_q.weight"].T).reshape(t, nh, hd)
-        k = (h @ w[b + "attn_k.weight"].T).reshape(t, nkv, hd)
-        v = (h @ w[b + "attn_v.weight"].T).reshape(t, nkv, hd)
-        q = rope(q, positions, config.rope_base, dims)
-        k = rope(k, positions, config.rope_base, dims)
+        q = h @ w[b + "attn_q.weight"].T
+        k = h @ w[b + "attn_k.weight"].T
+        v = h @ w[b + "attn_v.weight"].T
+        if b + "attn_q.bias" in w:  # qwen2
+            q, k, v = q + w[b + "attn_q.bias"], k + w[b + "attn_k.bias"], v + w[b + "attn_v.bias"]
+        q, k, v = q.reshape(t, nh, hd), k.reshape(t, nkv, hd), v.reshape(t, nkv, hd)
+        if b + "attn_q_norm.weight" in w:  # qwen3: every head on its own
+            q = rms_norm(q, w[b + "attn_q_norm.weight"], config.eps)
+            k = rms_norm(k, w[b + "attn_k_norm.weight"], config.eps)
+        factors = w.get("rope_freqs.weight")
+        scale = 1.0 / config.rope_scale if config.rope_scale else 1.0
+        q = rope(q, positions, config.rope_base, dims, config.neox, factors, scale)
+        k = rope(k, positions, config.rope_base, dims, config.neox, factors, scale)
         if kv_f16:
             k = k.astype(np.float16).astype(np.float64)
             v = v.astype(np.float16).astype(np.float64)

@@ -11,10 +11,12 @@ import kp
 from kernel_helpers import assert_near, floats_of, round_to, run, tensor_of
 
 
-def rope_reference(x, positions, rope_dims, theta, freq_scale, neox):
+def rope_reference(x, positions, rope_dims, theta, freq_scale, neox, factors=None):
     y = x.astype(np.float64).copy()
     half = rope_dims // 2
     freqs = theta ** (-2.0 * np.arange(half) / rope_dims)
+    if factors is not None:
+        freqs = freqs / factors
     angles = positions[:, None].astype(np.float64) * freq_scale * freqs[None, :]  # [rows, half]
     cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
     if neox:
@@ -45,6 +47,26 @@ def test_rope(mgr, dtype, mode, rope_dims):
                               0.5, mode == kp.RoPEMode.neox)
     tol = 1e-4 if dtype == "float32" else 2e-3
     assert_near(floats_of(y), round_to(dtype, expected.ravel()), tol)
+
+
+@pytest.mark.parametrize("mode", [kp.RoPEMode.normal, kp.RoPEMode.neox])
+def test_rope_with_frequency_factors(mgr, mode):
+    # Llama 3.1's rope_freqs: pair i's angle divided by factors[i].
+    rows, heads, head_dim, rope_dims = 4, 2, 16, 12
+    rng = np.random.default_rng(1)
+    x_values = rng.uniform(-1, 1, rows * heads * head_dim).astype(np.float32)
+    positions = np.array([0, 3, 500, 8191], dtype=np.uint32)
+    factors = np.array([7.0, 1.0, 1.0, 1.5, 3.0, 8.0, 8.0], dtype=np.float32)  # from offset 1
+    x = mgr.tensor(x_values)
+    pos = mgr.tensor_t(positions)
+    f = mgr.tensor(factors)
+    run(mgr, [x, pos, f], kp.OpRoPE([x, pos, x, f], rows=rows, heads=heads, head_dim=head_dim, rope_dims=rope_dims,
+                                    theta=500000.0, mode=mode, freq_factors_offset=1), [x])
+    expected = rope_reference(x_values.reshape(rows, heads, head_dim), positions, rope_dims, 500000.0, 1.0,
+                              mode == kp.RoPEMode.neox, factors[1:].astype(np.float64))
+    assert_near(floats_of(x), expected.ravel().astype(np.float32), 1e-4)
+    with pytest.raises(kp.Error, match="'freqFactors' has 7 elements"):
+        kp.OpRoPE([x, pos, x, f], rows=rows, heads=heads, head_dim=head_dim, theta=500000.0)
 
 
 @pytest.mark.parametrize("src_dtype", ["float32", "float16"])

@@ -107,6 +107,35 @@ def test_rmsnorm_in_place_without_weight(mgr):
     np.testing.assert_allclose(t.data().reshape(3, 100), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_rmsnorm_per_head_in_fused_rows(mgr):
+    # Qwen3's key norm: the key heads of rows [q | k | v], in place.
+    rows, q_heads, kv_heads, head_dim = 3, 4, 2, 16
+    width = (q_heads + 2 * kv_heads) * head_dim
+    values = np.random.default_rng(2).uniform(-2, 2, rows * width).astype(np.float32)
+    weight = np.random.default_rng(3).uniform(0.5, 1.5, head_dim).astype(np.float32)
+    t = mgr.tensor(values)
+    w = mgr.tensor(weight)
+    run(mgr, [t, w], kp.OpRMSNorm([t, w, t], rows=rows, cols=head_dim, heads=kv_heads, eps=1e-6,
+                                  x_row_stride=width, y_row_stride=width, x_offset=q_heads * head_dim,
+                                  y_offset=q_heads * head_dim), [t])
+    expected = values.reshape(rows, width).astype(np.float64)
+    keys = expected[:, q_heads * head_dim:(q_heads + kv_heads) * head_dim].reshape(rows, kv_heads, head_dim)
+    keys = keys / np.sqrt((keys**2).mean(axis=2, keepdims=True) + 1e-6) * weight
+    expected[:, q_heads * head_dim:(q_heads + kv_heads) * head_dim] = keys.reshape(rows, -1)
+    np.testing.assert_allclose(t.data().reshape(rows, width), expected, rtol=1e-5, atol=1e-5)
+
+    # Query and key heads in one operation, each head with its own weight.
+    per_head = np.random.default_rng(4).uniform(0.5, 1.5, (q_heads + kv_heads, head_dim)).astype(np.float32)
+    w2 = mgr.tensor(per_head.ravel())
+    before = t.data().reshape(rows, width).astype(np.float64)
+    run(mgr, [t, w2], kp.OpRMSNorm([t, w2, t], rows=rows, cols=head_dim, heads=q_heads + kv_heads, eps=1e-6,
+                                   x_row_stride=width, y_row_stride=width, weight_head_stride=head_dim), [t])
+    qk = before[:, :(q_heads + kv_heads) * head_dim].reshape(rows, q_heads + kv_heads, head_dim)
+    qk = qk / np.sqrt((qk**2).mean(axis=2, keepdims=True) + 1e-6) * per_head
+    before[:, :(q_heads + kv_heads) * head_dim] = qk.reshape(rows, -1)
+    np.testing.assert_allclose(t.data().reshape(rows, width), before, rtol=1e-5, atol=1e-5)
+
+
 def test_bad_input_raises_kp_error(mgr):
     x = mgr.tensor(np.zeros(64))
     small = mgr.tensor(np.zeros(4))

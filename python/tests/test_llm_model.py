@@ -1,6 +1,7 @@
-"""The LLM runner's forward pass against a NumPy reference: tiny Llama
-models written as GGUF files in every weight type, the logits of every
-position, greedy generation, and clear errors for bad files.
+"""The LLM runner's forward pass against a NumPy reference: tiny models
+written as GGUF files in every weight type and architecture (llama with
+Llama 3.1's rope_freqs or linear RoPE scaling, qwen2, qwen3), the logits of
+every position, greedy generation, and clear errors for bad files.
 
 Tolerances (largest absolute difference over the largest reference logit):
 the reference rounds keys and values to float16 as the runner's KV cache
@@ -21,7 +22,7 @@ import pytest
 import kp
 import kp.llm
 
-from llm_support import TinyConfig, need_gguf, reference_logits, write_model
+from llm_support import TinyConfig, need_gguf, random_weights, reference_logits, write_model
 
 TOLERANCE = {"f32": 5e-3, "f16": 2e-2, "bf16": 4e-2, "q8_0": 3e-2, "q4_0": 3e-2}
 PROMPT = [1, 40, 300 - 30, 7, 100, 5, 61, 200, 33, 12, 280, 3]
@@ -110,6 +111,55 @@ def test_model_variants(tmp_path, manager, variant):
     assert relative_error(model.logits(PROMPT), reference_logits(config, weights, PROMPT)) < TOLERANCE["f32"]
 
 
+ARCHITECTURES = {
+    "llama31-rope-freqs": dict(rope_freqs=True, rope_base=500000.0),
+    "llama-linear-rope": dict(rope_scale=4.0),
+    "qwen2": dict(architecture="qwen2", tied=True),
+    "qwen3": dict(architecture="qwen3", key_length=32),
+    "qwen3-partial-rope": dict(architecture="qwen3", key_length=8, rope_dims=4, tied=True),
+}
+
+
+@pytest.mark.parametrize("weight_type", ["f32", "q8_0", "q4_0"])
+@pytest.mark.parametrize("variant", list(ARCHITECTURES))
+def test_architectures_match_the_reference(tmp_path, manager, variant, weight_type):
+    # Every prompt position (the GEMM path), then decode steps (mat-vec)
+    # after a prompt of 5; and the reference without what the layout adds is
+    # far off, so the comparison sees whether it is applied.
+    need_gguf()
+    config = TinyConfig(**ARCHITECTURES[variant])
+    path = tmp_path / f"{variant}.gguf"
+    weights = write_model(path, config, weight_type, seed=17)
+    model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    info = model.config
+    assert info["architecture"] == config.architecture and info["head_dim"] == config.head_dim
+    assert info["rope_freqs"] == config.rope_freqs and info["tied_output"] == config.tied
+    assert info["type_counts"].get(weight_type.upper(), 0) > 0 and weight_type.upper() in info["type_mix"]
+    assert config.architecture in repr(model)
+    expected = reference_logits(config, weights, PROMPT)
+    assert relative_error(model.logits(PROMPT), expected) < TOLERANCE[weight_type]
+    model.reset()
+    model.evaluate(PROMPT[:5], "none")
+    rows = [model.evaluate([token], "last") for token in PROMPT[5:]]
+    assert relative_error(np.concatenate(rows), expected[5:]) < TOLERANCE[weight_type]
+    plain = TinyConfig(**{k: v for k, v in ARCHITECTURES[variant].items() if k in ("key_length", "rope_dims", "tied", "rope_base")})
+    llama_weights = {k: v for k, v in weights.items() if k in random_weights(plain, 0)}
+    assert relative_error(expected, reference_logits(plain, llama_weights, PROMPT)) > max(0.05, 3 * TOLERANCE[weight_type])
+
+
+def test_type_mix_of_a_mixed_file(tmp_path, manager):
+    need_gguf()
+    config = TinyConfig()
+    path = tmp_path / "mix.gguf"
+    write_model(path, config, lambda name: "q8_0" if name.endswith("ffn_down.weight") else "q4_0", seed=2)
+    model = kp.llm.Model(str(path), manager=manager, context_size=16)
+    # 2 layers: 2 Q8_0 down matrices; 6 other matrices per layer, token_embd
+    # and output in Q4_0; 5 norm weights in F32.
+    assert model.config["type_counts"] == {"Q4_0": 14, "Q8_0": 2, "F32": 5}
+    assert model.config["type_mix"] == "14 Q4_0, 5 F32, 2 Q8_0"
+    assert model.config["weight_type"] == "Q4_0"
+
+
 def test_mixed_weight_types(tmp_path, manager):
     # Files mix types (llama.cpp's quantizations keep some matrices wider):
     # a value matrix unlike its query and key, or an up matrix unlike its
@@ -168,8 +218,31 @@ def test_bad_files_are_clear_errors(tmp_path, manager):
             kp.llm.Model(str(path), manager=manager)
     arch = tmp_path / "arch.gguf"
     write_model(arch, config, "f32", architecture="mamba")
-    with pytest.raises(kp.Error, match="unsupported architecture 'mamba'"):
+    with pytest.raises(kp.Error, match="unsupported architecture 'mamba' \\(general.architecture\\)"):
         kp.llm.Model(str(arch), manager=manager)
+    # No general.architecture at all (GGUFWriter always writes one: drop it
+    # by renaming the key in the bytes, same length).
+    no_arch = tmp_path / "no-arch.gguf"
+    no_arch.write_bytes(data.replace(b"general.architecture", b"general.architectury", 1))
+    with pytest.raises(kp.Error, match="missing metadata key 'general.architecture'"):
+        kp.llm.Model(str(no_arch), manager=manager)
+    # qwen2's biases in a file that says llama: no llama layer reads them.
+    extra_tensor = tmp_path / "extra-tensor.gguf"
+    write_model(extra_tensor, TinyConfig(architecture="qwen2"), "f32", architecture="llama")
+    with pytest.raises(kp.Error, match="tensor 'blk.0.attn_q.bias' is not part of a llama model"):
+        kp.llm.Model(str(extra_tensor), manager=manager)
+    no_norm = tmp_path / "no-norm.gguf"
+    write_model(no_norm, TinyConfig(architecture="qwen3"), "f32", skip={"blk.1.attn_k_norm.weight"})
+    with pytest.raises(kp.Error, match="missing tensor 'blk.1.attn_k_norm.weight' \\(shape \\[16\\]\\)"):
+        kp.llm.Model(str(no_norm), manager=manager)
+    unknown_key = tmp_path / "unknown-key.gguf"
+    write_model(unknown_key, config, "f32", extra={"llama.attention.sliding_window": 4096})
+    with pytest.raises(kp.Error, match="metadata key 'llama.attention.sliding_window' is not understood"):
+        kp.llm.Model(str(unknown_key), manager=manager)
+    yarn = tmp_path / "yarn.gguf"
+    write_model(yarn, config, "f32", extra={"llama.rope.scaling.type": "yarn", "llama.rope.scaling.factor": 4.0})
+    with pytest.raises(kp.Error, match="unsupported RoPE scaling 'yarn' \\(llama.rope.scaling.type\\)"):
+        kp.llm.Model(str(yarn), manager=manager)
     missing = tmp_path / "missing.gguf"
     write_model(missing, config, "f32", skip={"blk.1.ffn_up.weight"})
     with pytest.raises(kp.Error, match="missing tensor 'blk.1.ffn_up.weight'"):
@@ -214,6 +287,24 @@ def test_cli_dump_logits_and_generation(tmp_path):
     assert bad.returncode == 1 and "cannot open" in bad.stderr
     usage = subprocess.run([KOMPUTE_LLM, "--tokens", "1"], capture_output=True, text=True)
     assert usage.returncode == 2 and "--model" in usage.stderr
+
+
+@needs_cli
+def test_cli_runs_a_qwen3_file_and_shows_its_type_mix(tmp_path):
+    need_gguf()
+    config = TinyConfig(architecture="qwen3", key_length=32)
+    path = tmp_path / "qwen3.gguf"
+    weights = write_model(path, config, lambda name: "q8_0" if name.endswith("ffn_down.weight") else "q4_0", seed=19)
+    out = tmp_path / "logits.npy"
+    ids = ",".join(map(str, PROMPT))
+    run = subprocess.run([KOMPUTE_LLM, "-m", str(path), "--tokens", ids, "-n", "0", "--dump-logits", str(out), "-v"],
+                         check=True, capture_output=True, text=True)
+    assert "(qwen3)" in run.stderr and "of size 32" in run.stderr, run.stderr
+    assert "tensor types: 14 Q4_0, 9 F32, 2 Q8_0" in run.stderr, run.stderr
+    assert relative_error(np.load(out), reference_logits(config, weights, PROMPT)) < TOLERANCE["q4_0"]
+    bench = subprocess.run([KOMPUTE_LLM, "-m", str(path), "--bench", "--bench-prompt", "8", "--bench-gen", "2",
+                            "--reps", "1"], capture_output=True, text=True)
+    assert bench.returncode == 0 and "pp8" in bench.stdout and "tg2" in bench.stdout, bench.stderr
 
 
 @needs_cli

@@ -167,12 +167,16 @@ def bpe_vocabulary(data):
 
 
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 @pytest.mark.parametrize("pre,pattern,ignore_merges", [
     ("llama-bpe", LLAMA3_PATTERN, True),
     ("default", GPT2_PATTERN, False),
-], ids=["llama3", "gpt2"])
+    ("qwen2", QWEN2_PATTERN, False),
+], ids=["llama3", "gpt2", "qwen2"])
 def test_byte_level_bpe_matches_the_reference(tmp_path, pre, pattern, ignore_merges):
     reference, data = train_bpe(pattern, ignore_merges)
     tokens, types, merges = bpe_vocabulary(data)
@@ -197,7 +201,7 @@ def test_bad_tokenizer_metadata_is_a_clear_error(tmp_path):
         write_tokenizer(tmp_path / "a.gguf", "bert", ["a"], [1])
     with pytest.raises(kp.Error, match="missing metadata key 'tokenizer.ggml.merges'"):
         write_tokenizer(tmp_path / "b.gguf", "gpt2", ["a"], [1])
-    with pytest.raises(kp.Error, match="unsupported BPE pre-tokenizer 'qwen2'"):
-        write_tokenizer(tmp_path / "c.gguf", "gpt2", ["a"], [1], merges=["a a"], pre="qwen2")
+    with pytest.raises(kp.Error, match="unsupported BPE pre-tokenizer 'falcon'"):
+        write_tokenizer(tmp_path / "c.gguf", "gpt2", ["a"], [1], merges=["a a"], pre="falcon")
     with pytest.raises(kp.Error, match="token_type has 1 entries for 2 tokens"):
         write_tokenizer(tmp_path / "d.gguf", "llama", ["a", "b"], [1], scores=[0.0, 0.0])

@@ -20,6 +20,8 @@ struct NormShape
     float eps;
     uint32_t xRowStride, yRowStride;
     uint64_t xOffset, weightOffset, biasOffset, yOffset;
+    uint32_t heads; // vectors of cols per row, each normalized on its own
+    uint32_t weightHeadStride; // weights of vector h start h * this after weightOffset
 };
 
 /** Checks and builds the dispatch of either norm. `tensors` is the user's
@@ -50,22 +52,30 @@ normAlgorithm(const char* opName,
     check.require(shape.rows > 0 && shape.cols > 0,
                   format("rows and cols must be at least 1 ({} x {} given)", shape.rows, shape.cols));
     check.require(shape.eps >= 0.0f, format("eps must not be negative ({} given)", shape.eps));
-    uint32_t xStride = shape.xRowStride == 0 ? shape.cols : shape.xRowStride;
-    uint32_t yStride = shape.yRowStride == 0 ? shape.cols : shape.yRowStride;
-    check.require(xStride >= shape.cols && yStride >= shape.cols,
-                  format("row strides ({}, {}) must be at least cols = {}", xStride, yStride, shape.cols));
-    uint64_t xExtent = kernels::rowsExtent(shape.rows, shape.cols, xStride);
-    uint64_t yExtent = kernels::rowsExtent(shape.rows, shape.cols, yStride);
-    check.covers(0, shape.xOffset, xExtent, format("{} rows of {} (row stride {})", shape.rows, shape.cols, xStride));
-    check.covers(out, shape.yOffset, yExtent, format("{} rows of {} (row stride {})", shape.rows, shape.cols, yStride));
+    check.require(shape.heads > 0, "heads must be at least 1");
+    uint64_t width = uint64_t(shape.heads) * shape.cols; // elements of a row
+    check.require(width <= UINT32_MAX && uint64_t(shape.rows) * shape.heads <= UINT32_MAX,
+                  "rows * heads and heads * cols must fit 32 bits");
+    uint32_t xStride = shape.xRowStride == 0 ? static_cast<uint32_t>(width) : shape.xRowStride;
+    uint32_t yStride = shape.yRowStride == 0 ? static_cast<uint32_t>(width) : shape.yRowStride;
+    check.require(xStride >= width && yStride >= width,
+                  format("row strides ({}, {}) must be at least heads * cols = {}", xStride, yStride, width));
+    uint64_t xExtent = kernels::rowsExtent(shape.rows, width, xStride);
+    uint64_t yExtent = kernels::rowsExtent(shape.rows, width, yStride);
+    check.covers(0, shape.xOffset, xExtent, format("{} rows of {} (row stride {})", shape.rows, width, xStride));
+    check.covers(out, shape.yOffset, yExtent, format("{} rows of {} (row stride {})", shape.rows, width, yStride));
     check.aliasing(0, shape.xOffset, xExtent, out, shape.yOffset, yExtent);
     check.require(tensors[0] != tensors[out] || xStride == yStride || shape.xOffset + xExtent <= shape.yOffset ||
                     shape.yOffset + yExtent <= shape.xOffset,
                   "in place (x and y one tensor) needs equal row strides");
     if (hasWeight) {
         check.dataType(1, { Memory::DataTypes::eFloat });
-        check.covers(1, shape.weightOffset, shape.cols, format("cols = {}", shape.cols));
-        check.aliasing(1, shape.weightOffset, shape.cols, out, shape.yOffset, yExtent, false);
+        uint64_t wExtent = uint64_t(shape.heads - 1) * shape.weightHeadStride + shape.cols;
+        check.covers(1, shape.weightOffset, wExtent,
+                     shape.weightHeadStride == 0
+                       ? format("cols = {}", shape.cols)
+                       : format("{} heads of {} weights, {} apart", shape.heads, shape.cols, shape.weightHeadStride));
+        check.aliasing(1, shape.weightOffset, wExtent, out, shape.yOffset, yExtent, false);
     }
     if (hasBias) {
         check.dataType(2, { Memory::DataTypes::eFloat });
@@ -81,7 +91,7 @@ normAlgorithm(const char* opName,
     {
         uint32_t rows, cols;
         float eps;
-        uint32_t xRowStride, yRowStride, xOffset, wOffset, bOffset, yOffset;
+        uint32_t xRowStride, yRowStride, xOffset, wOffset, bOffset, yOffset, heads, wHeadStride;
     } push{ shape.rows,
             shape.cols,
             shape.eps,
@@ -90,13 +100,15 @@ normAlgorithm(const char* opName,
             check.offset32(shape.xOffset, "xOffset"),
             check.offset32(hasWeight ? shape.weightOffset : 0, "weightOffset"),
             check.offset32(hasBias ? shape.biasOffset : 0, "biasOffset"),
-            check.offset32(shape.yOffset, "yOffset") };
+            check.offset32(shape.yOffset, "yOffset"),
+            shape.heads,
+            hasWeight ? shape.weightHeadStride : 0 };
     auto path = kernels::reductionPath(check.caps());
     pathName = path.name;
     uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols);
     std::string name = std::string(layer ? "layernorm_" : "rmsnorm_") + kernels::typeName(type) + path.suffix;
     return kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
-                                   kernels::grid(shape.rows, check.caps(), opName),
+                                   kernels::grid(uint64_t(shape.rows) * shape.heads, check.caps(), opName),
                                    { local, hasWeight ? 1u : 0u, hasBias ? 1u : 0u }, push);
 }
 
@@ -112,7 +124,8 @@ OpRMSNorm::OpRMSNorm(const std::vector<std::shared_ptr<Memory>>& tensors, const 
     addDispatch(normAlgorithm("OpRMSNorm",
                               tensors,
                               NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
-                                         params.xOffset, params.weightOffset, 0, params.yOffset },
+                                         params.xOffset, params.weightOffset, 0, params.yOffset, params.heads,
+                                         params.weightHeadStride },
                               false,
                               path));
     setPath(path);
@@ -130,7 +143,7 @@ OpLayerNorm::OpLayerNorm(const std::vector<std::shared_ptr<Memory>>& tensors, co
     addDispatch(normAlgorithm("OpLayerNorm",
                               tensors,
                               NormShape{ params.rows, params.cols, params.eps, params.xRowStride, params.yRowStride,
-                                         params.xOffset, params.weightOffset, params.biasOffset, params.yOffset },
+                                         params.xOffset, params.weightOffset, params.biasOffset, params.yOffset, 1, 0 },
                               true,
                               path));
     setPath(path);

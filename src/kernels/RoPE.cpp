@@ -16,7 +16,14 @@ using logger::format;
 OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEParams& params)
   : KernelOp("OpRoPE")
 {
-    Checker check("OpRoPE", tensors, { "x", "positions", "y" });
+    if (tensors.size() != 3 && tensors.size() != 4) {
+        throw Error(format("OpRoPE: needs tensors {{x, positions, y}} or {{x, positions, y, freqFactors}}, {} given",
+                           tensors.size()));
+    }
+    const bool hasFactors = tensors.size() == 4;
+    Checker check("OpRoPE", tensors,
+                  hasFactors ? std::vector<const char*>{ "x", "positions", "y", "freqFactors" }
+                             : std::vector<const char*>{ "x", "positions", "y" });
     auto type = check.storageType(0);
     check.storageType(2);
     check.sameDataType(0, 2);
@@ -49,11 +56,16 @@ OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEPa
     check.require(tensors[0] != tensors[2] || xStride == yStride || params.xOffset + xExtent <= params.yOffset ||
                     params.yOffset + yExtent <= params.xOffset,
                   "in place (x and y one tensor) needs equal row strides");
+    if (hasFactors) {
+        check.dataType(3, { Memory::DataTypes::eFloat });
+        check.covers(3, params.freqFactorsOffset, ropeDims / 2, format("ropeDims / 2 = {}", ropeDims / 2));
+        check.aliasing(3, params.freqFactorsOffset, ropeDims / 2, 2, params.yOffset, yExtent, false);
+    }
     struct
     {
         uint32_t rows, heads, headDim, ropeDims;
         float log2Theta, freqScale;
-        uint32_t xRowStride, yRowStride, xOffset, yOffset, positionsOffset;
+        uint32_t xRowStride, yRowStride, xOffset, yOffset, positionsOffset, factorsOffset;
     } push{ params.rows,
             params.heads,
             params.headDim,
@@ -64,14 +76,18 @@ OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEPa
             yStride,
             check.offset32(params.xOffset, "xOffset"),
             check.offset32(params.yOffset, "yOffset"),
-            check.offset32(params.positionsOffset, "positionsOffset") };
+            check.offset32(params.positionsOffset, "positionsOffset"),
+            check.offset32(hasFactors ? params.freqFactorsOffset : 0, "freqFactorsOffset") };
     uint64_t invocations = uint64_t(params.rows) * rowWidth / 2;
     check.require(invocations <= UINT32_MAX, "rows * heads * headDim / 2 exceeds 2^32 - 1");
     uint32_t local = check.caps().localSize(256);
-    addDispatch(kernels::buildAlgorithm(check.device(), tensors,
+    // The shader always has four bindings: x stands in for absent factors.
+    std::vector<std::shared_ptr<Memory>> bound = { tensors[0], tensors[1], tensors[2],
+                                                   hasFactors ? tensors[3] : tensors[0] };
+    addDispatch(kernels::buildAlgorithm(check.device(), bound,
                                         kernels::builtinSpirv(std::string("rope_") + kernels::typeName(type)),
                                         kernels::grid((invocations + local - 1) / local, check.caps(), "OpRoPE"),
-                                        { local, mode }, push));
+                                        { local, mode, hasFactors ? 1u : 0u }, push));
     setPath("element-wise");
 }
 

@@ -16,7 +16,11 @@ class TransformerKernelTest : public KomputeTest
 {};
 
 std::vector<float>
-hostRoPE(const std::vector<float>& x, const std::vector<uint32_t>& positions, const kp::RoPEParams& p, uint32_t stride)
+hostRoPE(const std::vector<float>& x,
+         const std::vector<uint32_t>& positions,
+         const kp::RoPEParams& p,
+         uint32_t stride,
+         const std::vector<float>& factors = {})
 {
     std::vector<float> y = x;
     uint32_t dims = p.ropeDims == 0 ? p.headDim : p.ropeDims;
@@ -25,6 +29,9 @@ hostRoPE(const std::vector<float>& x, const std::vector<uint32_t>& positions, co
             size_t base = p.xOffset + size_t(r) * stride + h * p.headDim;
             for (uint32_t i = 0; i < dims / 2; ++i) {
                 double angle = positions[r] * double(p.freqScale) * std::pow(double(p.theta), -2.0 * i / dims);
+                if (!factors.empty()) {
+                    angle /= factors[i];
+                }
                 uint32_t a = p.mode == kp::RoPEMode::eNeoX ? i : 2 * i;
                 uint32_t b = p.mode == kp::RoPEMode::eNeoX ? i + dims / 2 : 2 * i + 1;
                 double xa = x[base + a];
@@ -69,6 +76,45 @@ TEST_F(TransformerKernelTest, RoPEBothLayoutsPartialAndStrided)
             }
         }
     }
+}
+
+TEST_F(TransformerKernelTest, RoPEWithFrequencyFactors)
+{
+    // Llama 3.1's rope_freqs: pair i turns by its angle over factors[i].
+    for (kp::RoPEMode mode : { kp::RoPEMode::eNormal, kp::RoPEMode::eNeoX }) {
+        for (DataTypes type : { DataTypes::eFloat, DataTypes::eHalf }) {
+            SCOPED_TRACE(std::string(mode == kp::RoPEMode::eNeoX ? "neox " : "normal ") + shortName(type));
+            kp::RoPEParams p;
+            p.rows = 4;
+            p.heads = 3;
+            p.headDim = 16;
+            p.ropeDims = 12;
+            p.theta = 500000.0f;
+            p.mode = mode;
+            p.xRowStride = 3 * 16 + 4;
+            p.yRowStride = p.xRowStride;
+            p.freqFactorsOffset = 2;
+            std::vector<uint32_t> positions = { 0, 5, 300, 8191 };
+            std::vector<float> factors = { 9.0f, 9.0f, 1.0f, 1.0f, 1.5f, 3.0f, 8.0f, 8.0f };
+            auto values = roundTo(type, randomValues(p.rows * p.xRowStride, 21));
+            auto x = floatTensor(mgr(), type, values);
+            auto pos = mgr().tensorT<uint32_t>(positions);
+            auto f = floatTensor(mgr(), DataTypes::eFloat, factors);
+            runOp(mgr(), { x, pos, f }, std::make_shared<kp::OpRoPE>(Tensors{ x, pos, x, f }, p), { x });
+            std::vector<float> used(factors.begin() + 2, factors.end());
+            auto expected = roundTo(type, hostRoPE(values, positions, p, p.xRowStride, used));
+            EXPECT_TRUE(near(floatsOf(*x), expected, std::max(tolerance(type), 1e-4f), 1.0f));
+        }
+    }
+    auto x = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(64, 1.0f));
+    auto pos = mgr().tensorT<uint32_t>(std::vector<uint32_t>(2, 0));
+    auto few = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(3, 1.0f));
+    kp::RoPEParams p;
+    p.rows = 2;
+    p.heads = 2;
+    p.headDim = 16;
+    EXPECT_TRUE(throwsWith([&] { kp::OpRoPE({ x, pos, x, few }, p); }, { "OpRoPE", "'freqFactors'", "ropeDims / 2 = 8" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpRoPE({ x, pos }, p); }, { "OpRoPE", "2 given" }));
 }
 
 TEST_F(TransformerKernelTest, SetRowsCastsIntoThePositionsGiven)

@@ -309,6 +309,98 @@ TEST_P(RowKernelTest, RMSNormInPlace)
     }
 }
 
+TEST_P(RowKernelTest, RMSNormPerHeadInPlaceInRowsOfAFusedBuffer)
+{
+    // Qwen3's query norm: rows of [q heads | k heads | v heads], each query
+    // head normalized on its own with one weight of headDim values.
+    for (DataTypes type : { DataTypes::eFloat, DataTypes::eHalf }) {
+        SCOPED_TRACE(shortName(type));
+        const uint32_t rows = 3, heads = 5, headDim = 24, stride = heads * headDim + 40, offset = 8;
+        auto values = roundTo(type, randomValues(offset + rows * stride, 11, -3.0f, 3.0f));
+        auto weights = randomValues(headDim + 1, 12, 0.5f, 1.5f);
+        auto t = floatTensor(mgr(), type, values);
+        auto w = floatTensor(mgr(), DataTypes::eFloat, weights);
+        kp::RMSNormParams params;
+        params.rows = rows;
+        params.cols = headDim;
+        params.heads = heads;
+        params.eps = 1e-6f;
+        params.xRowStride = stride;
+        params.yRowStride = stride;
+        params.xOffset = offset;
+        params.yOffset = offset;
+        params.weightOffset = 1;
+        std::shared_ptr<kp::OpRMSNorm> op;
+        {
+            auto disabled = paths();
+            op = std::make_shared<kp::OpRMSNorm>(Tensors{ t, w, t }, params);
+        }
+        runOp(mgr(), { t, w }, op, { t });
+        std::vector<float> expected = values; // what lies outside the heads stays
+        for (uint32_t r = 0; r < rows; ++r) {
+            for (uint32_t h = 0; h < heads; ++h) {
+                const size_t base = offset + size_t(r) * stride + h * headDim;
+                double squares = 0;
+                for (uint32_t c = 0; c < headDim; ++c) {
+                    squares += double(values[base + c]) * values[base + c];
+                }
+                double inverse = 1.0 / std::sqrt(squares / headDim + 1e-6);
+                for (uint32_t c = 0; c < headDim; ++c) {
+                    expected[base + c] = roundTo(type, float(values[base + c] * inverse * weights[1 + c]));
+                }
+            }
+        }
+        EXPECT_TRUE(near(floatsOf(*t), expected, std::max(tolerance(type), 2e-4f), 1e-2f));
+    }
+    {
+        // A weight per head (weightHeadStride): Qwen3's query heads with
+        // one weight, its key heads with another, in one dispatch.
+        const uint32_t rows = 2, heads = 3, headDim = 8, stride = 40;
+        auto values = randomValues(rows * stride, 13, -3.0f, 3.0f);
+        auto weights = randomValues(heads * 10, 14, 0.5f, 1.5f);
+        auto t = floatTensor(mgr(), DataTypes::eFloat, values);
+        auto w = floatTensor(mgr(), DataTypes::eFloat, weights);
+        kp::RMSNormParams params;
+        params.rows = rows;
+        params.cols = headDim;
+        params.heads = heads;
+        params.weightHeadStride = 10;
+        params.xRowStride = stride;
+        params.yRowStride = stride;
+        std::shared_ptr<kp::OpRMSNorm> op;
+        {
+            auto disabled = paths();
+            op = std::make_shared<kp::OpRMSNorm>(Tensors{ t, w, t }, params);
+        }
+        runOp(mgr(), { t, w }, op, { t });
+        std::vector<float> expected = values;
+        for (uint32_t r = 0; r < rows; ++r) {
+            for (uint32_t h = 0; h < heads; ++h) {
+                const size_t base = size_t(r) * stride + h * headDim;
+                double squares = 0;
+                for (uint32_t c = 0; c < headDim; ++c) {
+                    squares += double(values[base + c]) * values[base + c];
+                }
+                double inverse = 1.0 / std::sqrt(squares / headDim + params.eps);
+                for (uint32_t c = 0; c < headDim; ++c) {
+                    expected[base + c] = float(values[base + c] * inverse * weights[h * 10 + c]);
+                }
+            }
+        }
+        EXPECT_TRUE(near(floatsOf(*t), expected, 2e-4f, 1e-2f));
+        kp::RMSNormParams beyond = params;
+        beyond.weightHeadStride = 12; // the last head's weights would end at 32 of 30
+        EXPECT_THROW(kp::OpRMSNorm({ t, w, t }, beyond), kp::Error);
+    }
+    auto x = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(64, 1.0f));
+    kp::RMSNormParams wide;
+    wide.rows = 2;
+    wide.cols = 8;
+    wide.heads = 3;
+    wide.xRowStride = 16;
+    EXPECT_THROW(kp::OpRMSNorm({ x, x }, wide), kp::Error); // rows of 3 heads x 8 do not fit a stride of 16
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths,
                          RowKernelTest,
                          ::testing::Values(Reduction::Default, Reduction::SharedMemory),

@@ -21,7 +21,9 @@ enum class RoPEMode
  * (i < ropeDims/2) of every head of row r turns by the angle
  * positions[r] * freqScale * theta^(-2i / ropeDims). Dimensions from ropeDims
  * to headDim are copied unchanged. x and y: f32 or f16 (one type); positions
- * uint32 (eUnsignedInt).
+ * uint32 (eUnsignedInt). With a freqFactors tensor (f32, ropeDims/2 values
+ * from freqFactorsOffset: Llama 3.1's rope_freqs) pair i's angle is divided
+ * by freqFactors[i].
  */
 struct RoPEParams
 {
@@ -37,9 +39,11 @@ struct RoPEParams
     uint64_t xOffset = 0; ///< first element of x
     uint64_t yOffset = 0; ///< first element of y
     uint64_t positionsOffset = 0; ///< first element of positions
+    uint64_t freqFactorsOffset = 0; ///< first element of freqFactors (when given)
 };
 
-/** OpRoPE({x, positions, y}, RoPEParams): y may be x. */
+/** OpRoPE({x, positions, y}, RoPEParams) or OpRoPE({x, positions, y,
+ * freqFactors}, RoPEParams): y may be x. */
 class OpRoPE : public KernelOp
 {
   public:

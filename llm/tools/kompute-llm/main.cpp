@@ -617,7 +617,7 @@ main(int argc, char** argv)
                 tokenizer.emplace(llm::Tokenizer::fromGguf(*file));
             }
             model = llm::Model::load(manager, *file, progressBar());
-            modelName = config.name.empty() ? "llama" : config.name;
+            modelName = config.name.empty() ? config.architecture : config.name;
             modelName += " " + llm::toString(model->weightType());
         } else {
             size_t colon = o.random.find(':');
@@ -631,12 +631,18 @@ main(int argc, char** argv)
         }
         const llm::ModelConfig& c = model->config();
         if (o.verbose) {
+            char scaling[64] = "";
+            if (c.ropeFreqScale != 1.0f) {
+                std::snprintf(scaling, sizeof(scaling), ", linear scaling %g", 1.0 / c.ropeFreqScale);
+            }
             std::fprintf(stderr,
-                         "model: %s, %u layers, width %u, %u heads (%u KV), FFN %u, vocabulary %u, RoPE base %g; "
-                         "%s on %s (%.1f s to load)\n",
-                         modelName.c_str(), c.blockCount, c.embeddingLength, c.headCount, c.headCountKv,
-                         c.feedForwardLength, c.vocabSize, c.ropeTheta, humanBytes(double(model->weightBytes())).c_str(),
+                         "model: %s (%s), %u layers, width %u, %u heads (%u KV) of size %u, FFN %u, vocabulary %u, RoPE "
+                         "base %g%s%s; %s on %s (%.1f s to load)\n",
+                         modelName.c_str(), c.architecture.c_str(), c.blockCount, c.embeddingLength, c.headCount,
+                         c.headCountKv, c.headDim, c.feedForwardLength, c.vocabSize, c.ropeTheta, scaling,
+                         c.ropeFreqFactors ? ", rope_freqs" : "", humanBytes(double(model->weightBytes())).c_str(),
                          device.c_str(), seconds(loadStart));
+            std::fprintf(stderr, "tensor types: %s%s\n", model->typeMix().c_str(), c.tiedOutput ? " (output tied to token_embd)" : "");
             if (!o.tokens && !o.bench) {
                 std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(o.sampler.seed));
             }

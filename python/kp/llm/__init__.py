@@ -1,4 +1,6 @@
-"""kp.llm: run Llama-family models from GGUF files on any Vulkan GPU.
+"""kp.llm: run Llama-family models from GGUF files on any Vulkan GPU: the
+architectures llama (Llama 1/2/3/3.1/3.2, Mistral, TinyLlama), qwen2
+(Qwen2, Qwen2.5) and qwen3.
 
 The same C++ code as the ``kompute-llm`` program::
 
@@ -10,6 +12,8 @@ The same C++ code as the ``kompute-llm`` program::
         ...
 
     bench = kp.llm.Model(random="tiny:f32")     # random weights of a named shape, no file
+    print(model)                                # name, architecture, size, the file's type mix
+    model.config["type_counts"]                 # {"Q4_0": 224, "F32": 65, "Q6_K": 1}, ...
 
 Also here: :class:`GgufFile` (metadata and tensor infos of a file),
 :class:`Tokenizer` (the file's own tokenizer: SentencePiece for Llama 1/2,
@@ -27,7 +31,7 @@ Tokenizer = _llm.Tokenizer
 Sampler = _llm.Sampler
 """Picks the next token from logits: greedy, temperature, top-k, top-p (kp._kp.llm.Sampler)."""
 Model = _llm.Model
-"""A Llama-family model on the device with one context (KV cache) (kp._kp.llm.Model)."""
+"""A Llama-family model (llama, qwen2, qwen3) on the device with one context (KV cache) (kp._kp.llm.Model)."""
 
 __all__ = ["GgufFile", "Model", "Sampler", "Tokenizer"]
 for _name in __all__:

@@ -5,6 +5,9 @@
 // first, then the variance around it, reading the row again, which is
 // exact where sum-of-squares formulas cancel); the last pass writes.
 // Without a weight or bias the op binds x in their place (HAS_* = 0).
+// With heads > 1 (RMSNorm per head) workgroup g normalizes vector g % heads
+// of row g / heads, the vectors of a row lying cols apart; vector h's weight
+// starts wHeadStride * h after wOffset.
 #include "Common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -28,16 +31,21 @@ layout(push_constant) uniform Push
     uint wOffset;
     uint bOffset;
     uint yOffset;
+    uint heads;
+    uint wHeadStride;
 } p;
 
 void main()
 {
-    uint row = flatGroup();
-    if (row >= p.rows) {
+    uint group = flatGroup();
+    if (group >= p.rows * p.heads) {
         return;
     }
-    uint xBase = p.xOffset + row * p.xRowStride;
-    uint yBase = p.yOffset + row * p.yRowStride;
+    uint row = group / p.heads;
+    uint head = group % p.heads;
+    uint xBase = p.xOffset + row * p.xRowStride + head * p.cols;
+    uint yBase = p.yOffset + row * p.yRowStride + head * p.cols;
+    uint wBase = p.wOffset + head * p.wHeadStride;
     uint t = gl_LocalInvocationID.x;
     float invCols = 1.0 / float(p.cols);
 
@@ -58,7 +66,7 @@ void main()
     for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
         float v = (LOAD(TYPE, x, xBase + c) - mean) * inverse;
         if (HAS_WEIGHT != 0) {
-            v *= w[p.wOffset + c];
+            v *= w[wBase + c];
         }
         if (HAS_BIAS != 0) {
             v += b[p.bOffset + c];

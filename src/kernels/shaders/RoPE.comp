@@ -3,14 +3,18 @@
 // OpRoPE: one invocation per pair of values of a head. Slot j < ropeDims/2
 // rotates its pair by positions[row] * freqScale * theta^(-2j / ropeDims);
 // the slots above copy the dimensions from ropeDims on, two at a time.
+// With FACTORS (Llama 3.1's rope_freqs) slot j's angle is divided by
+// factors[j]; without, the op binds x in their place.
 #include "Common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NEOX = 0;
+layout(constant_id = 2) const uint FACTORS = 0;
 
 layout(set = 0, binding = 0) readonly buffer X { STORAGE(TYPE) x[]; };
 layout(set = 0, binding = 1) readonly buffer Positions { uint positions[]; };
 layout(set = 0, binding = 2) buffer Y { STORAGE(TYPE) y[]; };
+layout(set = 0, binding = 3) readonly buffer F { float factors[]; };
 layout(push_constant) uniform Push
 {
     uint rows;
@@ -24,6 +28,7 @@ layout(push_constant) uniform Push
     uint xOffset;
     uint yOffset;
     uint positionsOffset;
+    uint factorsOffset;
 } p;
 
 void main()
@@ -51,6 +56,9 @@ void main()
     uint second = NEOX != 0 ? j + halfDims : 2 * j + 1;
     float position = float(positions[p.positionsOffset + row]);
     float angle = position * p.freqScale * exp2(-2.0 * float(j) / float(p.ropeDims) * p.log2Theta);
+    if (FACTORS != 0) {
+        angle /= factors[p.factorsOffset + j];
+    }
     float c = cos(angle);
     float s = sin(angle);
     float a = LOAD(TYPE, x, xBase + first);

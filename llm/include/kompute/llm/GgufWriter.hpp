@@ -59,7 +59,8 @@ class GgufWriter
 };
 
 /**
- * Writes a Llama model of `config`'s shape with the random weights
+ * Writes a model of `config`'s architecture and shape (its
+ * rope_freqs, biases and query/key norms included) with the random weights
  * Model::random makes for the same seed, plus a byte-level BPE vocabulary
  * (the 256 bytes, then reserved control tokens up to the vocabulary size;
  * token 0 is "<|begin_of_text|>", 1 "<|end_of_text|>"): a complete model

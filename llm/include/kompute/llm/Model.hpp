@@ -41,8 +41,9 @@ struct DeviceWeight
 };
 
 /**
- * The weights of a Llama-family model on a kp::Manager's device, in the
- * file's format (F32, F16, BF16, Q8_0, Q4_0; norm weights in f32), with
+ * The weights of a Llama-family model (llama, qwen2, qwen3) on a
+ * kp::Manager's device, in the file's format (F32, F16, BF16, Q8_0, Q4_0;
+ * norm weights, biases and RoPE factors in f32), with
  * the model's ModelConfig. Made by load() or random() and shared by the
  * Contexts that run it. The Manager must outlive the model (it holds a
  * reference to it, and its tensors hold the device). Not changed after it
@@ -53,7 +54,8 @@ class Model
   public:
     /**
      * Checks the file (architecture, hyperparameters, every weight's shape
-     * and type: FormatError otherwise) and uploads the weights, tensor by
+     * and type, no tensor it does not read: FormatError otherwise, see
+     * ModelConfig::fromGguf and checkWeights) and uploads the weights, tensor by
      * tensor, straight from the file's mapping. Norm weights are kept in
      * f32; matrices in their own format (F32, F16, BF16, Q8_0, Q4_0).
      * kp::OutOfMemoryError when the weights do not fit the device. `file`
@@ -72,8 +74,15 @@ class Model
 
     /** The model's hyperparameters. */
     const ModelConfig& config() const { return mConfig; }
-    /** The type of the layers' matrices ("F16", "Q4_0", ...). */
+    /** The type of the layers' matrices ("F16", "Q4_0", ...): that of
+     * blk.0.attn_q.weight (see typeCounts() for the whole file). */
     TensorType weightType() const { return mWeightType; }
+    /** How many of the file's tensors have each type (for a random model:
+     * of its weights). */
+    const std::map<TensorType, uint32_t>& typeCounts() const { return mTypeCounts; }
+    /** typeCounts() as text, most common type first: "7 Q4_0, 5 F32, 1
+     * Q8_0". */
+    std::string typeMix() const;
     /** Bytes of all weights on the device. */
     uint64_t weightBytes() const { return mWeightBytes; }
     /** Bytes of the weights one token's forward pass reads (every matrix
@@ -92,6 +101,19 @@ class Model
         ///@{
         DeviceWeight attnNorm, wq, wk, wv, wo, ffnNorm, wGate, wUp, wDown;
         ///@}
+        /** attn_q.bias, attn_k.bias and attn_v.bias (qwen2; no tensor
+         * otherwise): f32, one tensor [q | k | v] at their offsets. */
+        ///@{
+        DeviceWeight bq, bk, bv;
+        ///@}
+        /** attn_q_norm and attn_k_norm (qwen3; no tensor otherwise),
+         * headDim values each, in one f32 tensor that repeats the query norm
+         * for each query head and then the key norm for each key head
+         * (kNorm.offset: headCount * headDim), for one per-head RMSNorm over
+         * both. */
+        ///@{
+        DeviceWeight qNorm, kNorm;
+        ///@}
     };
     /** The token embedding matrix (token_embd), vocabSize rows. */
     const DeviceWeight& tokenEmbedding() const { return mTokenEmbedding; }
@@ -99,6 +121,9 @@ class Model
     const std::vector<Layer>& layers() const { return mLayers; }
     /** The norm weights before the output matrix (output_norm). */
     const DeviceWeight& outputNorm() const { return mOutputNorm; }
+    /** rope_freqs (Llama 3.1's RoPE scaling, ropeDims / 2 f32 divisors);
+     * no tensor unless ModelConfig::ropeFreqFactors. */
+    const DeviceWeight& ropeFreqs() const { return mRopeFreqs; }
     /** The output matrix (the token embedding when tied). */
     const DeviceWeight& output() const { return mConfig.tiedOutput ? mTokenEmbedding : mOutput; }
 
@@ -129,7 +154,8 @@ class Model
     ModelConfig mConfig;
     TensorType mWeightType = TensorType::eF32;
     uint64_t mWeightBytes = 0;
-    DeviceWeight mTokenEmbedding, mOutputNorm, mOutput;
+    std::map<TensorType, uint32_t> mTypeCounts;
+    DeviceWeight mTokenEmbedding, mOutputNorm, mOutput, mRopeFreqs;
     std::vector<Layer> mLayers;
 };
 

@@ -2,8 +2,8 @@
 // kp::llm::Tokenizer: text to token ids and back, from the vocabulary a GGUF
 // file carries (tokenizer.ggml.*). Two models: the SentencePiece-style BPE of
 // Llama 1/2 (scores, '▁' for spaces, byte fallback <0xXX>) and the GPT-2
-// style byte-level BPE of Llama 3 (merges, a pre-tokenizer pattern, bytes
-// mapped to printable characters).
+// style byte-level BPE of Llama 3 and Qwen (merges, a pre-tokenizer pattern,
+// bytes mapped to printable characters).
 #pragma once
 
 #include <cstdint>
@@ -49,8 +49,9 @@ struct Vocabulary
     std::vector<TokenType> types;
     /** BPE merges "left right", highest priority first. */
     std::vector<std::string> merges;
-    /** BPE pre-tokenizer (tokenizer.ggml.pre): "llama-bpe" (Llama 3) or
-     * "default"/"gpt2". */
+    /** BPE pre-tokenizer (tokenizer.ggml.pre): "llama-bpe" (Llama 3),
+     * "qwen2" (Qwen2/2.5/3: Llama 3's pattern with digits one by one),
+     * "smaug-bpe" or "default"/"gpt2". */
     std::string preTokenizer = "default";
     /** Ids of the special tokens, where the vocabulary has them: beginning
      * and end of sequence, unknown, padding, end of turn, end of message. */

@@ -11,14 +11,20 @@ The same C++ code as the ``kompute-llm`` program::
 
     bench = kp.llm.Model(random="tiny:f32")     # random weights of a named shape, no file
 
+    reply = model.chat([{"role": "user", "content": "Hello!"}])   # through the file's chat template
+
 Also here: :class:`GgufFile` (metadata and tensor infos of a file),
 :class:`Tokenizer` (the file's own tokenizer: SentencePiece for Llama 1/2,
-byte-level BPE for Llama 3) and :class:`Sampler`. Bad files raise
-:class:`kp.Error` naming the file and what is wrong.
+byte-level BPE for Llama 3) and :class:`Sampler`; for chat (:mod:`kp.llm.chat`,
+which needs jinja2) :class:`ChatTemplate`, :class:`Generation` and
+:class:`ChatTemplateError`. Bad files raise :class:`kp.Error` naming the
+file and what is wrong.
 """
 
 from .._kp import Error
 from .._kp import llm as _llm
+from .chat import ChatTemplate, ChatTemplateError, Generation
+from .chat import _apply_chat_template, _chat, _chat_template
 
 GgufFile = _llm.GgufFile
 """A GGUF model file, memory-mapped: its metadata and tensor infos (kp._kp.llm.GgufFile)."""
@@ -29,8 +35,8 @@ Sampler = _llm.Sampler
 Model = _llm.Model
 """A Llama-family model on the device with one context (KV cache) (kp._kp.llm.Model)."""
 
-__all__ = ["GgufFile", "Model", "Sampler", "Tokenizer"]
-for _name in __all__:
+__all__ = ["ChatTemplate", "ChatTemplateError", "Generation", "GgufFile", "Model", "Sampler", "Tokenizer"]
+for _name in ("GgufFile", "Model", "Sampler", "Tokenizer"):
     globals()[_name].__module__ = "kp.llm"
 del _name
 
@@ -43,12 +49,14 @@ def _prompt_tokens(model, prompt):
     return [int(token) for token in prompt]
 
 
-def _stream(self, prompt, n=64, temperature=0.8, top_k=40, top_p=0.95, seed=0, ignore_eos=False):
+def _stream(self, prompt, n=64, temperature=0.8, top_k=40, top_p=0.95, seed=0, ignore_eos=False, stop_tokens=()):
     """Yields up to ``n`` generated token ids, one at a time as each is
     computed, for ``prompt`` (text, tokenized with BOS as the file asks, or
     token ids used as given). The KV cache is emptied first. Generation
-    stops at end-of-sequence unless ``ignore_eos``. ``temperature`` 0 is
-    greedy, with the argmax computed on the device."""
+    stops at end-of-sequence unless ``ignore_eos``, and at any of the ids
+    ``stop_tokens`` (neither is yielded). ``temperature`` 0 is greedy, with
+    the argmax computed on the device."""
+    stop_tokens = frozenset(int(token) for token in stop_tokens)
     tokens = _prompt_tokens(self, prompt)
     sampler = Sampler(temperature, top_k, top_p, seed)
     self.reset()
@@ -67,6 +75,8 @@ def _stream(self, prompt, n=64, temperature=0.8, top_k=40, top_p=0.95, seed=0, i
                     f"{self.context_size} tokens (make the Model with a larger context_size)")
     token = step(tokens)
     for produced in range(n):
+        if token in stop_tokens:
+            return
         if not ignore_eos and self.tokenizer is not None and self.tokenizer.is_end_of_generation(token):
             return
         yield token
@@ -89,3 +99,6 @@ def _generate_text(self, prompt, n=64, **sampling):
 Model.stream = _stream
 Model.generate = _generate
 Model.generate_text = _generate_text
+Model.chat = _chat
+Model.chat_template = _chat_template
+Model.apply_chat_template = _apply_chat_template

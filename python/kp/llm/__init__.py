@@ -17,8 +17,9 @@ Also here: :class:`GgufFile` (metadata and tensor infos of a file),
 :class:`Tokenizer` (the file's own tokenizer: SentencePiece for Llama 1/2,
 byte-level BPE for Llama 3) and :class:`Sampler`; for chat (:mod:`kp.llm.chat`,
 which needs jinja2) :class:`ChatTemplate`, :class:`Generation` and
-:class:`ChatTemplateError`. Bad files raise :class:`kp.Error` naming the
-file and what is wrong.
+:class:`ChatTemplateError`; :mod:`kp.llm.serve` is an OpenAI-compatible
+HTTP server (``python -m kp.llm.serve --model FILE.gguf``). Bad files raise
+:class:`kp.Error` naming the file and what is wrong.
 """
 
 from .._kp import Error
@@ -100,5 +101,10 @@ Model.stream = _stream
 Model.generate = _generate
 Model.generate_text = _generate_text
 Model.chat = _chat
+"""Model.chat(messages, n=None, temperature=0.8, top_k=40, top_p=0.95, seed=0, stop=None, stream=False,
+template=None, **variables): the assistant's reply through the chat template (kp.llm.chat._chat)."""
 Model.chat_template = _chat_template
+"""Model.chat_template(template=None): the model's ChatTemplate (kp.llm.chat._chat_template)."""
 Model.apply_chat_template = _apply_chat_template
+"""Model.apply_chat_template(messages, add_generation_prompt=False, tokenize=False, template=None,
+**variables): the prompt's text or ids, as transformers renders it (kp.llm.chat._apply_chat_template)."""

@@ -120,6 +120,7 @@ class ChatTemplate:
     A template that does not compile raises :class:`ChatTemplateError`."""
 
     def __init__(self, source, special_tokens=None):
+        """Compiles ``source`` (ChatTemplateError when it does not compile)."""
         if not isinstance(source, str):
             raise TypeError(f"a chat template is Jinja source as a str, not {type(source).__name__}")
         self.source = source
@@ -176,6 +177,7 @@ class ChatTemplate:
         return None
 
     def __repr__(self):
+        """The template's length and special tokens (the source can be long)."""
         return f"ChatTemplate({len(self.source)} characters, special_tokens={self.special_tokens!r})"
 
 
@@ -331,6 +333,7 @@ class Generation:
 
     def __init__(self, model, prompt, max_tokens=None, temperature=0.8, top_k=40, top_p=0.95, seed=0, stop=None,
                  stop_tokens=(), ignore_eos=False):
+        """Checks the prompt and max_tokens against the context; nothing runs until iteration."""
         if model.tokenizer is None:
             raise ValueError("a model with random weights has no tokenizer to turn tokens into text")
         if isinstance(prompt, str):
@@ -373,9 +376,11 @@ class Generation:
         return len(self.tokens)
 
     def __iter__(self):
+        """The text pieces, as they are generated (one pass only)."""
         return self._pieces
 
     def __next__(self):
+        """The next text piece (StopIteration at the end)."""
         return next(self._pieces)
 
     def read(self):

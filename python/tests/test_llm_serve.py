@@ -337,10 +337,11 @@ def test_the_program_refuses_bad_arguments(model_path, tmp_path):
     assert run.returncode == 2 and "--model" in run.stderr
 
 
-def test_api_key_is_required_when_set(model_path):
-    # A second server, with a key: requests without it get 401.
+def test_api_key_and_a_full_queue(model_path):
+    # A second server, with a key (requests without it get 401) and no
+    # room to wait (a request while one runs gets 503).
     process = subprocess.Popen([sys.executable, "-m", "kp.llm.serve", "--model", str(model_path), "--port", "0",
-                                "--api-key", "sesame", "-c", "64"],
+                                "--api-key", "sesame", "--max-queue", "0", "-c", str(CONFIG.context)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
@@ -349,8 +350,24 @@ def test_api_key_is_required_when_set(model_path):
         base = banner.split(" on ", 1)[1].strip()
         with pytest.raises(openai.AuthenticationError):
             make_client(base).models.list()
-        assert make_client(base, api_key="sesame").models.list().data[0].id == NAME
+        client = make_client(base, api_key="sesame")
+        assert client.models.list().data[0].id == NAME
         assert Http(base[:-len("/v1")]).get("/health")[0] == 200  # no key needed
+        long = client.completions.create(model=NAME, prompt="ab", stream=True, max_tokens=400,
+                                         extra_body={"ignore_eos": True})
+        next(iter(long))  # it runs now
+        with pytest.raises(openai.InternalServerError) as raised:
+            client.completions.create(model=NAME, prompt="ab", max_tokens=2)
+        assert raised.value.status_code == 503 and "the server is busy" in raised.value.message
+        long.close()
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        while True:  # the dropped one frees the model, and the next request runs
+            try:
+                assert client.completions.create(model=NAME, prompt="ab", max_tokens=2).choices[0].text is not None
+                break
+            except openai.InternalServerError:
+                assert time.monotonic() < deadline, "the model stayed busy after its client left"
+                time.sleep(0.05)
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -31,6 +31,7 @@ which is how a dropped stream frees the model here.
 import argparse
 import asyncio
 import concurrent.futures
+import hmac
 import ipaddress
 import json
 import logging
@@ -248,7 +249,7 @@ class Server:
         return self._template_problem
 
     def application(self):
-        """The aiohttp _web.Application with the routes and the error
+        """The aiohttp web.Application with the routes and the error
         handling of the OpenAI API."""
         @_web.middleware
         async def errors(request, handler):
@@ -280,7 +281,8 @@ class Server:
         """Middleware: every error reply in the OpenAI shape."""
         try:
             if self.api_key is not None and request.path.startswith("/v1/"):
-                if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+                given = request.headers.get("Authorization", "").encode()
+                if not hmac.compare_digest(given, f"Bearer {self.api_key}".encode()):
                     raise _ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
                                     code="invalid_api_key")
             return await handler(request)
@@ -316,14 +318,14 @@ class Server:
                             param="model", code="model_not_found")
         return body
 
-    def _max_tokens(self, body, prompt, names, default):
+    def _max_tokens(self, body, prompt, prompt_field, names, default):
         """max_tokens checked against the context: the prompt and the tokens
         to generate must fit into the KV cache."""
         context = self.model.context_size
         room = context - len(prompt) + 1
         if room < 1:
             raise _bad(f"the prompt is {len(prompt)} tokens, more than the model's context of {context} tokens",
-                       names[0] if names[0] in body else None, "context_length_exceeded")
+                       prompt_field, "context_length_exceeded")
         for name in names:
             if body.get(name) is not None:
                 value = _integer(body, name, None, low=1)
@@ -334,7 +336,7 @@ class Server:
                 return value
         return room if default is None else min(default, room)
 
-    def _generation(self, body, prompt, max_tokens_fields, default_max_tokens, stop_tokens=()):
+    def _generation(self, body, prompt, prompt_field, max_tokens_fields, default_max_tokens, stop_tokens=()):
         temperature = _number(body, "temperature", 1.0, 0.0, 2.0)
         # OpenAI takes top_p 0 too; the sampler's nucleus needs a positive
         # mass, and the smallest one keeps the most likely token, as 0 means.
@@ -343,7 +345,8 @@ class Server:
         seed = _integer(body, "seed", None)
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little")
-        return Generation(self.model, prompt, self._max_tokens(body, prompt, max_tokens_fields, default_max_tokens),
+        max_tokens = self._max_tokens(body, prompt, prompt_field, max_tokens_fields, default_max_tokens)
+        return Generation(self.model, prompt, max_tokens,
                           temperature=temperature, top_k=top_k, top_p=top_p, seed=seed % (1 << 64),
                           stop=_stop_strings(body), stop_tokens=stop_tokens,
                           ignore_eos=_boolean(body, "ignore_eos"))
@@ -437,7 +440,8 @@ class Server:
         except (ChatTemplateError, TypeError) as error:
             raise _bad(str(error), "messages") from None
         prompt = _prompt_ids(self.model.tokenizer, text)
-        generation = self._generation(body, prompt, ("max_completion_tokens", "max_tokens"), None, self._end_of_turn)
+        generation = self._generation(body, prompt, "messages", ("max_completion_tokens", "max_tokens"), None,
+                                      self._end_of_turn)
         return await self._respond(request, body, generation, "chat")
 
     async def _completions(self, request):
@@ -460,7 +464,7 @@ class Server:
             raise _bad("'prompt' must be a string (or a list of token ids)", "prompt")
         if not ids:
             raise _bad("the prompt has no tokens", "prompt")
-        generation = self._generation(body, ids, ("max_tokens",), _COMPLETION_DEFAULT_MAX_TOKENS)
+        generation = self._generation(body, ids, "prompt", ("max_tokens",), _COMPLETION_DEFAULT_MAX_TOKENS)
         return await self._respond(request, body, generation, "completion")
 
     async def _respond(self, request, body, generation, kind):

@@ -6,7 +6,8 @@
 #
 # Needs the Debian packages of scripts/install-deps.sh plus python3-venv, and
 # PyPI (pip downloads scikit-build-core, nanobind, numpy and pytest, and for the
-# LLM runner's tests gguf, sentencepiece and tokenizers).
+# LLM runner's tests gguf, sentencepiece, tokenizers, jinja2 and transformers,
+# the reference for chat templates, and aiohttp and openai for the server).
 #
 # Environment:
 #   PYTHON                     interpreter for the venv (default: python3)

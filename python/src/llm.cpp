@@ -132,6 +132,17 @@ bindLlm(nb::module_& parent)
             return dict;
         },
         "The metadata as a dict (arrays as lists), in file order.")
+      .def(
+        "get",
+        [](const llm::GgufFile& file, const std::string& key, nb::object fallback) {
+            // One value, without converting the whole metadata (a Llama 3
+            // vocabulary is 128,000 strings) as `metadata` does.
+            const llm::GgufValue* value = file.find(key);
+            return value == nullptr ? fallback : valueToPython(*value);
+        },
+        "key"_a,
+        "default"_a = nb::none(),
+        "The metadata value of `key` (arrays as lists), or `default` when the file has no such key.")
       .def_prop_ro(
         "tensors",
         [](const llm::GgufFile& file) {
@@ -208,6 +219,10 @@ bindLlm(nb::module_& parent)
       .def("__len__", &llm::Tokenizer::size)
       .def_prop_ro("bos", [](const llm::Tokenizer& t) { return t.vocabulary().bos; }, "The BOS id, or None.")
       .def_prop_ro("eos", [](const llm::Tokenizer& t) { return t.vocabulary().eos; }, "The EOS id, or None.")
+      .def_prop_ro(
+        "add_bos",
+        [](const llm::Tokenizer& t) { return t.vocabulary().addBos && t.vocabulary().bos.has_value(); },
+        "Whether encode() with add_special puts BOS first (tokenizer.ggml.add_bos_token).")
       .def_prop_ro(
         "model",
         [](const llm::Tokenizer& t) {
@@ -338,6 +353,11 @@ bindLlm(nb::module_& parent)
         [](PyModel& self) -> llm::Tokenizer* { return self.tokenizer ? &*self.tokenizer : nullptr; },
         nb::rv_policy::reference_internal,
         "The file's tokenizer (None for random weights).")
+      .def_prop_ro(
+        "file",
+        [](PyModel& self) -> llm::GgufFile* { return self.file ? &*self.file : nullptr; },
+        nb::rv_policy::reference_internal,
+        "The GGUF file the model was loaded from, with its metadata (None for random weights).")
       .def_prop_ro("position", [](const PyModel& self) { return self.context->position(); },
                    "Tokens in the KV cache.")
       .def_prop_ro("context_size", [](const PyModel& self) { return self.context->capacity(); })

@@ -221,10 +221,15 @@ def simple_vocabulary(size):
 
 
 def write_model(path, config, weight_type="f32", seed=0, alignment=None, extra=None,
-                skip=(), override=None, architecture=None):
+                skip=(), override=None, architecture=None, control_tokens=(), bos=1, eos=2,
+                renamed_tokens=None):
     """Writes a tiny GGUF file of config.architecture (`architecture`
     overrides the name written); returns the weights the runner sees
-    (dequantized, float32), for reference_logits."""
+    (dequantized, float32), for reference_logits. control_tokens: texts of
+    control tokens (chat markers such as "<|im_end|>") that take the last
+    ids of the vocabulary; bos, eos: their ids (None: not in the file);
+    renamed_tokens: {id: text} makes those tokens control tokens of that
+    text (the weights stay as they are)."""
     need_gguf()
     weights = random_weights(config, seed)
     files = stored(weights, weight_type)
@@ -250,16 +255,25 @@ def write_model(path, config, weight_type="f32", seed=0, alignment=None, extra=N
         writer.add_rope_scaling_factor(config.rope_scale)
     if alignment:
         writer.add_custom_alignment(alignment)
-    tokens, scores, types = simple_vocabulary(config.vocab)
+    tokens, scores, types = simple_vocabulary(config.vocab - len(control_tokens))
+    tokens += list(control_tokens)
+    scores += [0.0] * len(control_tokens)
+    types += [3] * len(control_tokens)
+    for token, text in (renamed_tokens or {}).items():
+        tokens[token], types[token], scores[token] = text, 3, 0.0
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
     writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
+    if bos is not None:
+        writer.add_bos_token_id(bos)
+    if eos is not None:
+        writer.add_eos_token_id(eos)
     writer.add_unk_token_id(0)
     for key, value in (extra or {}).items():
-        if isinstance(value, str):
+        if isinstance(value, bool):
+            writer.add_bool(key, value)
+        elif isinstance(value, str):
             writer.add_string(key, value)
         elif isinstance(value, float):
             writer.add_float32(key, value)

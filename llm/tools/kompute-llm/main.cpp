@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // kompute-llm: runs a Llama-family GGUF model on a Vulkan GPU. Generation
 // from a prompt (streamed), teacher-forced logits to a .npy file, and a
-// llama-bench style benchmark, on a model file or on random weights.
+// llama-bench style benchmark, on a model file or on random weights; --chat
+// runs the chat loop of the Python module kp.llm.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -58,6 +61,13 @@ generation
   --ignore-eos            do not stop at end-of-sequence
   --show-tokens           print the generated token ids instead of text
   --no-prompt             do not echo the prompt before the generated text
+
+chat
+  --chat                  chat in the terminal through the file's chat template: runs the
+                          chat loop of the Python module kp.llm (python -m kp.llm.chat)
+                          with $KOMPUTE_PYTHON (default python3), which has kp and
+                          jinja2; it takes -m, -n, --temp, --top-k, --top-p, --seed,
+                          --device, -c, -b, -v, and --system TEXT, --chat-template FILE
 
 outputs
   --dump-logits FILE.npy  with -n 0: write the logits of every prompt position,
@@ -257,6 +267,50 @@ parseOptions(int argc, char** argv)
         o.sampler.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     }
     return o;
+}
+
+// --- Chat ------------------------------------------------------------------------------
+
+/**
+ * --chat hands the process to the chat loop of the Python module kp.llm:
+ * chat templates are Jinja programs, rendered with jinja2 the way Hugging
+ * Face transformers renders them, and one implementation of that serves
+ * kp.llm.Model.chat, the OpenAI-compatible server and this program. The
+ * other arguments go to it unchanged (it takes this program's names for
+ * the options that apply to a chat). Does not return.
+ */
+[[noreturn]] void
+runChatLoop(int argc, char** argv)
+{
+    const char* fromEnvironment = std::getenv("KOMPUTE_PYTHON");
+    std::string python = fromEnvironment && *fromEnvironment ? fromEnvironment : "python3";
+    const std::string bootstrap = R"(import sys
+try:
+    from kp.llm.chat import main
+except ImportError as error:
+    sys.exit(f"kompute-llm --chat runs the chat loop of the Python module kp.llm, which {sys.executable} "
+             f"cannot import ({error}): install kp with its [llm] extra (pip install '.[llm]' in Kompute's "
+             "tree), or set KOMPUTE_PYTHON to a Python that has it")
+sys.exit(main(sys.argv[1:], prog="kompute-llm --chat"))
+)";
+    std::vector<std::string> arguments = { python, "-c", bootstrap };
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--chat") != 0) {
+            arguments.emplace_back(argv[i]);
+        }
+    }
+    std::vector<char*> pointers;
+    for (std::string& argument : arguments) {
+        pointers.push_back(argument.data());
+    }
+    pointers.push_back(nullptr);
+    std::fflush(stdout);
+    execvp(python.c_str(), pointers.data());
+    std::fprintf(stderr,
+                 "kompute-llm: --chat runs the chat loop of the Python module kp.llm, but '%s' cannot be run (%s): "
+                 "install Python 3 and kp, or set KOMPUTE_PYTHON to the interpreter that has them\n",
+                 python.c_str(), std::strerror(errno));
+    std::exit(1);
 }
 
 // --- Progress bar ---------------------------------------------------------------------
@@ -591,6 +645,11 @@ generate(const Options& o, std::shared_ptr<llm::Model> model, const llm::Tokeniz
 int
 main(int argc, char** argv)
 {
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--chat") == 0) {
+            runChatLoop(argc, argv);
+        }
+    }
     Options o = parseOptions(argc, argv);
     try {
         if (!o.save.empty()) {

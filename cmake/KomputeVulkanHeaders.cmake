@@ -1,6 +1,6 @@
 # The Vulkan headers (with Vulkan-Hpp): all of Vulkan that Kompute needs to
 # build. The loader is opened at run time (src/internal/VulkanLoader.cpp), so
-# nothing links libvulkan. Vulkan-Headers' own CMake package comes first
+# libkompute links no libvulkan. Vulkan-Headers' own CMake package comes first
 # (Debian's libvulkan-dev has it; an SDK or a cross-compiling sysroot may have
 # only the headers), then FindVulkan, whose Vulkan::Headers needs the loader
 # library too. Used by Kompute's build and by its installed package.
@@ -9,4 +9,10 @@ if(NOT TARGET Vulkan::Headers)
 endif()
 if(NOT TARGET Vulkan::Headers)
     find_package(Vulkan 1.1 REQUIRED)
+endif()
+# The loader, where there is one, only for the programs that use Kompute and
+# call Vulkan themselves (kompute::kompute gives it to them, linked as
+# needed); Kompute itself never links it.
+if(NOT TARGET Vulkan::Vulkan)
+    find_package(Vulkan 1.1 QUIET)
 endif()

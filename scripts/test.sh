@@ -123,7 +123,8 @@ consume_cmake() {
         -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$1"
     cmake --build "$2" -j "$JOBS"
     "$2/package_consumer"
-    PASSED=$((PASSED + 1))
+    "$2/vulkan_caller"
+    PASSED=$((PASSED + 2))
 }
 
 # --- Setup -----------------------------------------------------------------------
@@ -195,7 +196,10 @@ echo "pkg-config --cflags --libs kompute: $pc_flags"
 # shellcheck disable=SC2086 # the flags are meant to be split into words
 g++ -o "$WORK/consumer-pkgconfig" "$ROOT/test/package_consumer/main.cpp" $pc_flags
 "$WORK/consumer-pkgconfig"
-PASSED=$((PASSED + 1))
+# shellcheck disable=SC2086
+g++ -o "$WORK/vulkan-caller-pkgconfig" "$ROOT/test/package_consumer/vulkan_caller.cpp" $pc_flags
+"$WORK/vulkan-caller-pkgconfig"
+PASSED=$((PASSED + 2))
 end_step
 
 # --- 4. Shared library -------------------------------------------------------------
@@ -241,6 +245,17 @@ for binary in "$shared_library" "$STATIC_PREFIX/bin/kompute-info" "$SHARED_PREFI
     fi
 done
 echo "no NEEDED libvulkan: libkompute.so, kompute-info, the three consumers, test_tensor"
+# Programs that call Vulkan themselves and link only Kompute get the loader
+# from the package (CMake and pkg-config), as upstream's users did.
+for binary in "$WORK/consumer-static/vulkan_caller" "$WORK/vulkan-caller-pkgconfig" \
+        "$WORK/consumer-shared/vulkan_caller"; do
+    needed=$(readelf -d "$binary" | grep NEEDED || true)
+    if ! grep -q libvulkan <<<"$needed"; then
+        printf '%s calls Vulkan but does not link the loader:\n%s\n' "$binary" "$needed" >&2
+        exit 1
+    fi
+done
+echo "NEEDED libvulkan: the three programs that call Vulkan themselves"
 # without_loader FRAGMENT COMMAND...: COMMAND fails with status 1 saying
 # "No Vulkan loader found" and FRAGMENT.
 without_loader() {

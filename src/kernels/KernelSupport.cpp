@@ -252,10 +252,10 @@ Checker::storageType(size_t index) const
 }
 
 uint32_t
-rowLocalSize(const DeviceCaps& caps, uint32_t cols)
+rowLocalSize(const DeviceCaps& caps, uint32_t cols, uint32_t largest)
 {
     uint32_t wanted = 32;
-    while (wanted < cols && wanted < 256) {
+    while (wanted < cols && wanted < largest) {
         wanted *= 2;
     }
     return caps.localSize(wanted);

@@ -124,10 +124,11 @@ class Checker
 };
 
 /** The local size of a kernel with one workgroup per row of `cols`
- * elements: a power of two from 32 up to 256, no larger than the row needs
- * nor the device allows. */
+ * elements: a power of two from 32 up to `largest` (256 unless the kernel
+ * keeps rows in registers), no larger than the row needs nor the device
+ * allows. */
 uint32_t
-rowLocalSize(const DeviceCaps& caps, uint32_t cols);
+rowLocalSize(const DeviceCaps& caps, uint32_t cols, uint32_t largest = 256);
 
 /** The suffix of a row kernel's variant ("_sg" with subgroup reductions,
  * "_sh" with shared memory only) and the path name it reports. */

@@ -105,7 +105,9 @@ normAlgorithm(const char* opName,
             hasWeight ? shape.weightHeadStride : 0 };
     auto path = kernels::reductionPath(check.caps());
     pathName = path.name;
-    uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols);
+    // Up to 1024 invocations: a row of up to 4 x 1024 values then sits in
+    // registers, read once (Norm.comp's CACHED).
+    uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols, 1024);
     std::string name = std::string(layer ? "layernorm_" : "rmsnorm_") + kernels::typeName(type) + path.suffix;
     return kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
                                    kernels::grid(uint64_t(shape.rows) * shape.heads, check.caps(), opName),

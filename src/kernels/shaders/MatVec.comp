@@ -2,7 +2,8 @@
 // Matrix x vector: out[r] = alpha * sum_k W(r, k) * x[k] + beta * out[r], for
 // GEMMs with one row or one column (LLM decode). Compiled twice: plain, and
 // with INT_DOT defined (Q8_0/Q4_0 weights through integer dot products, the
-// activations quantized to int8 on the fly).
+// activations quantized to int8 on the fly). The other GGUF block formats
+// (QuantBlocks.glsl) take blockRowMode in both.
 //
 // Row mode (the weights of a linear layer, W[r][k] with k contiguous): each
 // workgroup computes ROWS outputs. Its threads split k: a thread loads a unit
@@ -51,10 +52,15 @@ layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
 layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
+#define QUANT_VIEW W16
+#include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(W)
 
 const uint WG = gl_WorkGroupSize.x;
-const bool W_QUANT = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
+const bool W_QUANT = IS_QUANT_TYPE(W_TYPE);
+// The formats with the tuned row modes below (units of 4 quantized bytes,
+// staging, integer dot products); the others go through blockRowMode.
+const bool W_UNITS = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
 // Elements of one unit: 16 bytes of float weights, or 4 quantized bytes.
 const uint UNIT = W_TYPE == TYPE_F32 ? 4 : (W_TYPE == TYPE_Q8_0 ? 4 : 8);
 
@@ -400,6 +406,48 @@ void stagedRowMode()
     reduceAndWrite(sums, row0, outBase);
 }
 
+// Row mode for the block formats of QuantBlocks.glsl: a thread takes 8
+// weights of a row at a time (one sub-block's scale; neighbouring threads
+// read neighbouring bytes), decoded by the formats' shared decoder.
+void blockRowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+
+    float sums[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        sums[r] = 0.0;
+    }
+    uint units = p.k >> 3; // k is whole blocks
+    for (uint u = tid; u < units; u += WG) {
+        vec4 xlo, xhi;
+        uint k0 = u * 8u;
+        if (VEC_X != 0) {
+            xlo = XLoad4(X_TYPE, xBase + k0);
+            xhi = XLoad4(X_TYPE, xBase + k0 + 4u);
+        } else {
+            for (uint i = 0; i < 4; ++i) {
+                xlo[i] = xAt(xBase, k0 + i);
+                xhi[i] = xAt(xBase, k0 + 4u + i);
+            }
+        }
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            uint row = row0 + r;
+            if (row >= p.rows) {
+                break;
+            }
+            vec4 lo, hi;
+            WLoadQ8(W_TYPE, wBase + row * p.ldw + k0, lo, hi);
+            sums[r] += dot(lo, xlo) + dot(hi, xhi);
+        }
+    }
+    reduceAndWrite(sums, row0, outBase);
+}
+
 void columnMode()
 {
     uint batch = gl_WorkGroupID.y;
@@ -430,6 +478,8 @@ void main()
 {
     if (COLUMN_MODE != 0) {
         columnMode();
+    } else if (W_QUANT && !W_UNITS) {
+        blockRowMode();
     } else if (STAGED != 0) {
         stagedRowMode();
     } else {

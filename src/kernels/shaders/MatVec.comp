@@ -2,8 +2,9 @@
 // Matrix x vector: out[r] = alpha * sum_k W(r, k) * x[k] + beta * out[r], for
 // GEMMs with one row or one column (LLM decode). Compiled twice: plain, and
 // with INT_DOT defined (Q8_0/Q4_0 weights through integer dot products, the
-// activations quantized to int8 on the fly). The other GGUF block formats
-// (QuantBlocks.glsl) take blockRowMode in both.
+// activations quantized to int8 on the fly). Q4_K, Q5_K and Q6_K take
+// superRowMode, the other GGUF block formats (QuantBlocks.glsl)
+// blockRowMode, in both.
 //
 // Row mode (the weights of a linear layer, W[r][k] with k contiguous): each
 // workgroup computes ROWS outputs. Its threads split k: a thread loads a unit
@@ -406,6 +407,140 @@ void stagedRowMode()
     reduceAndWrite(sums, row0, outBase);
 }
 
+// Row mode for the K-quants Q4_K, Q5_K and Q6_K (the types of most weights
+// of the usual files): a thread takes a unit of 32 weights of one
+// super-block (8 units per block; neighbouring threads read neighbouring
+// bytes), reads its bytes once with 16-byte loads (Q4_K, Q5_K: the blocks
+// are 16-byte aligned; Q6_K, 2-byte aligned: 8-byte runs through 32-bit
+// loads) and applies each sub-block's scale and minimum once to the dot
+// products of its quants with x: sum(w x) = d sc sum(q x) - dmin m sum(x).
+// The unit's x values (4 runs of 8) and their sums serve all ROWS rows.
+const bool W_SUPER_UNITS = W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K || W_TYPE == TYPE_Q6_K;
+const uint SUPER_BYTES = W_TYPE == TYPE_Q4_K ? 144u : (W_TYPE == TYPE_Q5_K ? 176u : 210u);
+
+// 8 bytes from byte `at` (even) of W, as two words.
+uvec2 wBytes8(uint at)
+{
+    uint i = at >> 2;
+    if ((at & 2u) == 0u) {
+        return uvec2(W32[i], W32[i + 1u]);
+    }
+    uint a0 = W32[i], a1 = W32[i + 1u], a2 = W32[i + 2u];
+    return uvec2((a0 >> 16) | (a1 << 16), (a1 >> 16) | (a2 << 16));
+}
+
+vec4 byteLanes(uint w) { return vec4(w & 255u, (w >> 8) & 255u, (w >> 16) & 255u, w >> 24); }
+
+// Byte i of the 12 scale bytes of a Q4_K/Q5_K block (words 1..3 of its
+// first 16 bytes).
+uint kScaleByte(uvec4 head, uint i) { return (head[1u + (i >> 2)] >> ((i & 3u) * 8u)) & 255u; }
+
+// The 4 runs of 8 weights (offsets within the block) of unit `part`.
+uint superRunStart(uint part, uint run)
+{
+    if (W_TYPE == TYPE_Q6_K) { // n = part / 4, l0 = (part % 4) * 8; run g: 128 n + 32 g + l0
+        return (part >> 2) * 128u + run * 32u + (part & 3u) * 8u;
+    }
+    // c = part / 2, h = part % 2: low nibbles at 64 c + 16 h (+8), high at +32
+    return (part >> 1) * 64u + (run >> 1) * 32u + (part & 1u) * 16u + (run & 1u) * 8u;
+}
+
+// sum over the unit of w * x, for the block at byte `at`.
+float superUnitDot(uint at, uint part, vec4 xs[8], vec4 xsum)
+{
+    if (W_TYPE == TYPE_Q6_K) {
+        uint n = part >> 2, l0 = (part & 3u) * 8u;
+        uvec2 la = wBytes8(at + 64u * n + l0);
+        uvec2 lb = wBytes8(at + 64u * n + 32u + l0);
+        uvec2 qh = wBytes8(at + 128u + 32u * n + l0);
+        uvec2 scales = wBytes8(at + 192u + 8u * n);
+        float d = f16BitsToFloat(uint(W16[(at + 208u) >> 1]));
+        float total = 0.0;
+        [[unroll]] for (uint g = 0; g < 4u; ++g) {
+            uvec2 ql = (g & 1u) == 0u ? la : lb;
+            uint shift = (g >> 1) * 4u;
+            uint q0 = ((ql.x >> shift) & 0x0F0F0F0Fu) | (((qh.x >> (2u * g)) & 0x03030303u) << 4);
+            uint q1 = ((ql.y >> shift) & 0x0F0F0F0Fu) | (((qh.y >> (2u * g)) & 0x03030303u) << 4);
+            float dotQ = dot(byteLanes(q0), xs[2u * g]) + dot(byteLanes(q1), xs[2u * g + 1u]);
+            uint index = (l0 >> 4) + 2u * g;
+            float sc = float(bitfieldExtract(int(scales[index >> 2]), int((index & 3u) * 8u), 8));
+            total += d * sc * (dotQ - 32.0 * xsum[g]);
+        }
+        return total;
+    }
+    bool five = W_TYPE == TYPE_Q5_K;
+    uint c = part >> 1, h = part & 1u;
+    uvec4 head = W128[at >> 4];
+    vec2 dm = unpackHalf2x16(head.x);
+    uvec4 q = W128[(at + (five ? 48u : 16u) + 32u * c + 16u * h) >> 4];
+    uvec4 qh = five ? W128[(at + 16u + 16u * h) >> 4] : uvec4(0);
+    float dot0 = 0.0, dot1 = 0.0;
+    [[unroll]] for (uint j = 0; j < 4u; ++j) {
+        uint lo = (q[j] & 0x0F0F0F0Fu) | (((qh[j] >> (2u * c)) & 0x01010101u) << 4);
+        uint hi = ((q[j] >> 4) & 0x0F0F0F0Fu) | (((qh[j] >> (2u * c + 1u)) & 0x01010101u) << 4);
+        dot0 += dot(byteLanes(lo), xs[j]);
+        dot1 += dot(byteLanes(hi), xs[4u + j]);
+    }
+    // The 6-bit scales and minimums of sub-blocks 2c and 2c + 1 (ggml's
+    // get_scale_min_k4, as quantScaleMinK4).
+    float sc[2], mn[2];
+    [[unroll]] for (uint t = 0; t < 2u; ++t) {
+        uint sb = 2u * c + t;
+        if (sb < 4u) {
+            sc[t] = float(kScaleByte(head, sb) & 63u);
+            mn[t] = float(kScaleByte(head, sb + 4u) & 63u);
+        } else {
+            uint packed = kScaleByte(head, sb + 4u);
+            sc[t] = float((packed & 15u) | ((kScaleByte(head, sb - 4u) >> 6) << 4));
+            mn[t] = float((packed >> 4) | ((kScaleByte(head, sb) >> 6) << 4));
+        }
+    }
+    return dm.x * (sc[0] * dot0 + sc[1] * dot1) - dm.y * (mn[0] * (xsum.x + xsum.y) + mn[1] * (xsum.z + xsum.w));
+}
+
+void superRowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+
+    float sums[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        sums[r] = 0.0;
+    }
+    uint units = (p.k >> 8) * 8u;
+    for (uint u = tid; u < units; u += WG) {
+        uint block = u >> 3, part = u & 7u;
+        vec4 xs[8];
+        vec4 xsum; // per run of 8
+        [[unroll]] for (uint run = 0; run < 4u; ++run) {
+            uint k0 = block * 256u + superRunStart(part, run);
+            if (VEC_X != 0) {
+                xs[2u * run] = XLoad4(X_TYPE, xBase + k0);
+                xs[2u * run + 1u] = XLoad4(X_TYPE, xBase + k0 + 4u);
+            } else {
+                for (uint i = 0; i < 4; ++i) {
+                    xs[2u * run][i] = xAt(xBase, k0 + i);
+                    xs[2u * run + 1u][i] = xAt(xBase, k0 + 4u + i);
+                }
+            }
+            xsum[run] = dot(xs[2u * run] + xs[2u * run + 1u], vec4(1.0));
+        }
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            uint row = row0 + r;
+            if (row >= p.rows) {
+                break;
+            }
+            uint at = (((wBase + row * p.ldw) >> 8) + block) * SUPER_BYTES;
+            sums[r] += superUnitDot(at, part, xs, xsum);
+        }
+    }
+    reduceAndWrite(sums, row0, outBase);
+}
+
 // Row mode for the block formats of QuantBlocks.glsl: a thread takes 8
 // weights of a row at a time (one sub-block's scale; neighbouring threads
 // read neighbouring bytes), decoded by the formats' shared decoder.
@@ -478,6 +613,8 @@ void main()
 {
     if (COLUMN_MODE != 0) {
         columnMode();
+    } else if (W_SUPER_UNITS) {
+        superRowMode();
     } else if (W_QUANT && !W_UNITS) {
         blockRowMode();
     } else if (STAGED != 0) {

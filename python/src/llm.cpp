@@ -77,6 +77,7 @@ struct PyModel
     std::unique_ptr<kp::Manager> ownManager;
     std::optional<llm::GgufFile> file;
     std::optional<llm::Tokenizer> tokenizer;
+    std::optional<llm::WeightMix> mix; // random weights
     std::shared_ptr<llm::Model> model;
     std::unique_ptr<llm::Context> context;
 };
@@ -270,8 +271,9 @@ bindLlm(nb::module_& parent)
                 if (colon == std::string::npos) {
                     throw kp::Error("random takes 'SHAPE:TYPE', e.g. 'tiny:f32' or 'llama-8b:q4_0'");
                 }
+                self->mix = llm::WeightMix::parse(random->substr(colon + 1));
                 self->model = llm::Model::random(*manager, llm::ModelConfig::named(random->substr(0, colon)),
-                                                 llm::WeightMix::parse(random->substr(colon + 1)), seed);
+                                                 *self->mix, seed);
             }
             llm::ContextOptions options;
             options.contextSize = contextSize;
@@ -309,9 +311,17 @@ bindLlm(nb::module_& parent)
             d["vocab_size"] = c.vocabSize;
             d["tied_output"] = c.tiedOutput;
             d["weight_type"] = llm::toString(self.model->weightType());
+            // The type mix: how many of the weights the model reads have each type.
+            nb::dict types;
+            for (const llm::WeightSpec& spec : llm::weightSpecs(c)) {
+                std::string name = llm::toString(self.file ? self.file->tensor(spec.name).type : self.mix->typeOf(spec, c));
+                types[name.c_str()] = (types.contains(name.c_str()) ? nb::cast<int>(types[name.c_str()]) : 0) + 1;
+            }
+            d["weight_types"] = types;
             return d;
         },
-        "The hyperparameters, as a dict.")
+        "The hyperparameters, as a dict; weight_type is the type of the layers' matrices, weight_types counts "
+        "the weights of each type (a file's own mix, or the random mix's: {'Q4_K': 13, 'Q6_K': 3, 'F32': 5}).")
       .def_prop_ro(
         "tokenizer",
         [](PyModel& self) -> llm::Tokenizer* { return self.tokenizer ? &*self.tokenizer : nullptr; },

@@ -146,6 +146,8 @@ def test_block_types_and_llama_quantize_mixes(tmp_path, manager, weight_type):
     path = tmp_path / "blocks.gguf"
     weights = write_model(path, config, mix(weight_type, config.layers), seed=13)
     model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    types = model.config["weight_types"]
+    assert types.get("Q6_K", 0) >= (1 if "6" in weight_type or weight_type.endswith("_m") else 0)
     logits = model.logits(PROMPT)
     expected = reference_logits(config, weights, PROMPT)
     assert relative_error(logits, expected) < BLOCK_TOLERANCE[weight_type]
@@ -157,6 +159,10 @@ def test_block_types_and_llama_quantize_mixes(tmp_path, manager, weight_type):
 @pytest.mark.parametrize("mix_name", ["q4_k_m", "q5_k_s", "q4_0/q6_k", "iq4_xs"])
 def test_random_mixes(manager, mix_name):
     model = kp.llm.Model(random="tiny:" + mix_name, manager=manager, context_size=16)
+    types = model.config["weight_types"]
+    assert types["F32"] == 5 and sum(types.values()) == 5 + 2 * 7 + 2  # norms, layers, embedding and output
+    if mix_name in ("q4_k_m", "q4_0/q6_k"):
+        assert types["Q6_K"] >= 1  # output.weight at least
     tokens = model.generate([1, 2, 3], n=3, temperature=0)
     assert len(tokens) == 3 and all(0 <= t < 1024 for t in tokens)
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -614,6 +615,7 @@ main(int argc, char** argv)
         std::optional<llm::GgufFile> file;
         std::optional<llm::Tokenizer> tokenizer;
         std::string modelName;
+        std::optional<llm::WeightMix> mix;
         if (!o.model.empty()) {
             file.emplace(llm::GgufFile::open(o.model));
             llm::ModelConfig config = llm::ModelConfig::fromGguf(*file);
@@ -629,8 +631,8 @@ main(int argc, char** argv)
                 usageError("--random takes SHAPE:TYPE, e.g. llama-8b:f16 or tiny:f32");
             }
             llm::ModelConfig config = llm::ModelConfig::named(o.random.substr(0, colon));
-            llm::WeightMix mix = llm::WeightMix::parse(o.random.substr(colon + 1));
-            model = llm::Model::random(manager, config, mix, 1, progressBar());
+            mix = llm::WeightMix::parse(o.random.substr(colon + 1));
+            model = llm::Model::random(manager, config, *mix, 1, progressBar());
             modelName = o.random;
         }
         const llm::ModelConfig& c = model->config();
@@ -641,6 +643,18 @@ main(int argc, char** argv)
                          modelName.c_str(), c.blockCount, c.embeddingLength, c.headCount, c.headCountKv,
                          c.feedForwardLength, c.vocabSize, c.ropeTheta, humanBytes(double(model->weightBytes())).c_str(),
                          device.c_str(), seconds(loadStart));
+            // The type mix of the weights the model reads (a file's own, or
+            // the --random mix's).
+            std::map<std::string, unsigned> typeCounts;
+            for (const llm::WeightSpec& spec : llm::weightSpecs(c)) {
+                llm::TensorType type = file ? file->tensor(spec.name).type : mix->typeOf(spec, c);
+                ++typeCounts[llm::toString(type)];
+            }
+            std::string types;
+            for (const auto& [name, count] : typeCounts) {
+                types += (types.empty() ? "" : ", ") + std::to_string(count) + " " + name;
+            }
+            std::fprintf(stderr, "weight types: %s\n", types.c_str());
             if (!o.tokens && !o.bench) {
                 std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(o.sampler.seed));
             }

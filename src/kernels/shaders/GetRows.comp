@@ -28,6 +28,7 @@ layout(set = 0, binding = 1) readonly buffer Ids { uint ids[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { float outValues[]; };
 FLOAT_OPERAND_LOADS(T)
 #define QUANT_VIEW T16
+#define QUANT_VIEW32 T32
 #include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(T)
 

@@ -103,6 +103,7 @@ layout(set = 0, binding = 2) buffer CView16 { float16_t C16[]; };
 FLOAT_OPERAND_LOADS(A)
 FLOAT_OPERAND_LOADS(B)
 #define QUANT_VIEW B16
+#define QUANT_VIEW32 B32
 #include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(B)
 

@@ -54,6 +54,7 @@ layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
 #define QUANT_VIEW W16
+#define QUANT_VIEW32 W32
 #include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(W)
 

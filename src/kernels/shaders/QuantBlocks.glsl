@@ -4,7 +4,9 @@
 // Quantization.hpp has the layouts; kp::dequantize is the host's decoder of
 // the same bytes). One decoder per format, shared by every kernel: include
 // this file after defining QUANT_VIEW, the uint16_t[] view of the binding
-// that holds the blocks (every block starts on a 2-byte boundary).
+// that holds the blocks (every block starts on a 2-byte boundary), and
+// optionally QUANT_VIEW32, its uint[] view (4-byte aligned words in one
+// load).
 //
 //   quantBlockLoad8(type, w, lo, hi)   weights w .. w+7 (w % 8 == 0)
 //   quantBlockLoad(type, w)            weight w
@@ -18,8 +20,18 @@
 #endif
 
 uint quantU16(uint index) { return uint(QUANT_VIEW[index]); }
-// The 4 bytes from byte `at` (even) of the binding.
-uint quantWord(uint at) { return quantU16(at >> 1) | (quantU16((at >> 1) + 1u) << 16); }
+// The 4 bytes from byte `at` (even) of the binding: one 32-bit load where
+// `at` is 4-byte aligned and QUANT_VIEW32 (the uint[] view of the same
+// binding) is defined, else two 16-bit loads.
+uint quantWord(uint at)
+{
+#ifdef QUANT_VIEW32
+    if ((at & 3u) == 0u) {
+        return QUANT_VIEW32[at >> 2];
+    }
+#endif
+    return quantU16(at >> 1) | (quantU16((at >> 1) + 1u) << 16);
+}
 uint quantByte(uint at) { return (quantU16(at >> 1) >> ((at & 1u) * 8u)) & 0xFFu; }
 float quantHalf(uint at) { return f16BitsToFloat(quantU16(at >> 1)); }
 

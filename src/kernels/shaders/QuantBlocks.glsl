@@ -51,9 +51,13 @@ void quantBits8(uint bits, uint b, out uvec4 lo, out uvec4 hi)
     hi = uvec4(v >> 4, v >> 5, v >> 6, v >> 7) & 1u;
 }
 
-const float IQ4_VALUES[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
-                                       1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
-vec4 iq4Levels(uvec4 q) { return vec4(IQ4_VALUES[q.x], IQ4_VALUES[q.y], IQ4_VALUES[q.z], IQ4_VALUES[q.w]); }
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl: -127, -104,
+// -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113) as int8
+// bytes, 4 per word: a vector indexed by q / 4 rather than an array of 16
+// (which drivers may place in local memory).
+const uvec4 IQ4_LEVELS = uvec4(0xBFAD9881u, 0xF6EADDCFu, 0x26190D01u, 0x71594535u);
+float iq4Level(uint q) { return float(bitfieldExtract(int(IQ4_LEVELS[q >> 2]), int((q & 3u) * 8u), 8)); }
+vec4 iq4Levels(uvec4 q) { return vec4(iq4Level(q.x), iq4Level(q.y), iq4Level(q.z), iq4Level(q.w)); }
 
 // Q4_K and Q5_K: the 6-bit scale and minimum of sub-block s (ggml's
 // get_scale_min_k4) of the block at byte `at` (the 12 scale bytes at +4).

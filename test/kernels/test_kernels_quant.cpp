@@ -317,7 +317,7 @@ TEST_F(QuantKernels, MatVecAndGemmOfEveryFormat)
     }
 }
 
-TEST_F(QuantKernels, BatchesStridesOffsetsAndF16Output)
+TEST_F(QuantKernels, BatchesStridesOffsetsUnalignedXAndF16Output)
 {
     for (const char* disabled : { (const char*)nullptr, "matvec,coopmat" }) {
         DisablePaths disable(disabled);
@@ -331,6 +331,13 @@ TEST_F(QuantKernels, BatchesStridesOffsetsAndF16Output)
                 gc.p.ldc = 23;
                 gc.p.beta = 0.5f;
                 runGemmCase(mgr(), gc);
+                // x that the mat-vec cannot load 4 at a time: an odd offset,
+                // and A transposed (x strided by lda).
+                GemmCase odd{ quantShape(m, 13, block), Elem::F32, b, Elem::F32 };
+                odd.p.offsetA = 3;
+                runGemmCase(mgr(), odd);
+                odd.p.transA = true;
+                runGemmCase(mgr(), odd);
             }
         }
     }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The matrix cases: gemm (8192^3 in f16, bf16 and f32, and an LLM prefill
-// product 512 x 14336 x 4096 with f16, Q8_0 and Q4_0 weights) and matvec
-// (the 14336 x 4096 and 4096 x 14336 weights of a Llama-8B layer in f16,
-// Q8_0 and Q4_0, as decode multiplies them). Each product is checked against
+// product 512 x 14336 x 4096 with f16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K
+// weights) and matvec (the 14336 x 4096 and 4096 x 14336 weights of a
+// Llama-8B layer in the same types, as decode multiplies them). Each product is checked against
 // a host loop on sampled entries ("ok", or the case fails), then timed back
 // to back with GPU timestamps: TFLOP/s, or GB/s over the weight bytes and
 // their share of the device's read bandwidth measured here.
@@ -33,6 +33,9 @@ enum class Type
     BF16,
     Q8_0,
     Q4_0,
+    Q4_K,
+    Q5_K,
+    Q6_K,
 };
 
 const char*
@@ -44,6 +47,9 @@ typeName(Type t)
         case Type::BF16: return "bf16";
         case Type::Q8_0: return "q8_0";
         case Type::Q4_0: return "q4_0";
+        case Type::Q4_K: return "q4_k";
+        case Type::Q5_K: return "q5_k";
+        case Type::Q6_K: return "q6_k";
     }
     return "?";
 }
@@ -51,7 +57,14 @@ typeName(Type t)
 kp::WeightFormat
 formatOf(Type t)
 {
-    return t == Type::Q8_0 ? kp::WeightFormat::eQ8_0 : t == Type::Q4_0 ? kp::WeightFormat::eQ4_0 : kp::WeightFormat::eNone;
+    switch (t) {
+        case Type::Q8_0: return kp::WeightFormat::eQ8_0;
+        case Type::Q4_0: return kp::WeightFormat::eQ4_0;
+        case Type::Q4_K: return kp::WeightFormat::eQ4_K;
+        case Type::Q5_K: return kp::WeightFormat::eQ5_K;
+        case Type::Q6_K: return kp::WeightFormat::eQ6_K;
+        default: return kp::WeightFormat::eNone;
+    }
 }
 
 /** A tensor of `values` stored as `type` (eStorage-free: eDevice with a
@@ -73,7 +86,7 @@ operand(kp::Manager& mgr, Type type, const std::vector<float>& values, std::vect
         }
         default: {
             auto bytes = kp::quantize(formatOf(type), values.data(), values.size());
-            stored = kp::dequantize(formatOf(type), bytes.data(), values.size() / 32);
+            stored = kp::dequantize(formatOf(type), bytes.data(), values.size() / kp::blockWeights(formatOf(type)));
             return mgr.tensorT<uint8_t>(bytes);
         }
     }
@@ -86,10 +99,8 @@ operandBytes(Type type, double count)
         case Type::F32: return 4 * count;
         case Type::F16:
         case Type::BF16: return 2 * count;
-        case Type::Q8_0: return count / 32 * 34;
-        case Type::Q4_0: return count / 32 * 18;
+        default: return count / kp::blockWeights(formatOf(type)) * kp::blockBytes(formatOf(type));
     }
-    return 0;
 }
 
 /** CUDA's figures from KOMPUTE_BENCH_CUDA_RESULTS ("variant case metric
@@ -143,7 +154,7 @@ struct GemmShape
 
 } // namespace
 
-BENCH_CASE("gemm", "OpMatMul GEMM: 8192^3 f16, bf16, f32 (f32 accumulation) and the prefill 512x14336x4096 with f16/Q8_0/Q4_0 weights (TFLOP/s)")
+BENCH_CASE("gemm", "OpMatMul GEMM: 8192^3 f16, bf16, f32 (f32 accumulation) and the prefill 512x14336x4096 with f16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K weights (TFLOP/s)")
 {
     kp::Manager& mgr = context.manager();
     uint32_t big = context.quick() ? 256 : 8192;
@@ -157,6 +168,9 @@ BENCH_CASE("gemm", "OpMatMul GEMM: 8192^3 f16, bf16, f32 (f32 accumulation) and 
         { "gemm_" + prefill + "_f16", tokens, out, in, true, Type::F32, Type::F16 },
         { "gemm_" + prefill + "_q8_0", tokens, out, in, true, Type::F32, Type::Q8_0 },
         { "gemm_" + prefill + "_q4_0", tokens, out, in, true, Type::F32, Type::Q4_0 },
+        { "gemm_" + prefill + "_q4_k", tokens, out, in, true, Type::F32, Type::Q4_K },
+        { "gemm_" + prefill + "_q5_k", tokens, out, in, true, Type::F32, Type::Q5_K },
+        { "gemm_" + prefill + "_q6_k", tokens, out, in, true, Type::F32, Type::Q6_K },
     };
     for (const auto& s : shapes) {
         std::vector<float> aValues, bValues;
@@ -244,14 +258,17 @@ readBandwidth(Context& context)
 
 } // namespace
 
-BENCH_CASE("matvec", "OpMatMul mat-vec (decode): 14336x4096 and 4096x14336 weights in f16, Q8_0, Q4_0 (GB/s over the weight bytes)")
+BENCH_CASE("matvec", "OpMatMul mat-vec (decode): 14336x4096 and 4096x14336 weights in f16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K (GB/s over the weight bytes)")
 {
     kp::Manager& mgr = context.manager();
     double read = readBandwidth(context);
     uint32_t scale = context.quick() ? 16 : 1;
     for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{ { 14336, 4096 }, { 4096, 14336 } }) {
         uint32_t n = shape.first / scale, k = shape.second / scale;
-        for (Type w : { Type::F16, Type::Q8_0, Type::Q4_0 }) {
+        for (Type w : { Type::F16, Type::Q8_0, Type::Q4_0, Type::Q4_K, Type::Q5_K, Type::Q6_K }) {
+            if (formatOf(w) != kp::WeightFormat::eNone && k % kp::blockWeights(formatOf(w)) != 0) {
+                continue; // --quick's k = 896: not whole super-blocks
+            }
             std::string name = "matvec_" + std::to_string(n) + "x" + std::to_string(k) + "_" + typeName(w);
             std::vector<float> xValues, wValues, unused;
             auto x = operand(mgr, Type::F32, randomFloats(k, 4, -1.0f, 1.0f), xValues);

@@ -729,9 +729,9 @@ makeOperand(Context& ctx, uint32_t type, size_t count, uint32_t seed, uint32_t c
         bytes.resize(count * 2);
         std::memcpy(bytes.data(), bits.data(), bytes.size());
     } else {
-        auto format = type == kQ8_0 ? kp::WeightFormat::eQ8_0 : kp::WeightFormat::eQ4_0;
+        auto format = static_cast<kp::WeightFormat>(type - kQ8_0 + 1); // quantElementType's inverse
         bytes = kp::quantize(format, v.data(), v.size());
-        op.values = kp::dequantize(format, bytes.data(), v.size() / 32);
+        op.values = kp::dequantize(format, bytes.data(), v.size() / kp::blockWeights(format));
     }
     if (copies > 1) {
         size_t one = bytes.size();
@@ -751,8 +751,10 @@ operandBytes(uint32_t type, size_t count)
         case kF32: return count * 4;
         case kF16:
         case kBF16: return count * 2;
-        case kQ8_0: return count / 32 * 34;
-        case kQ4_0: return count / 32 * 18;
+    }
+    if (isQuantized(type)) {
+        auto format = static_cast<kp::WeightFormat>(type - kQ8_0 + 1);
+        return count / kp::blockWeights(format) * kp::blockBytes(format);
     }
     return 0;
 }
@@ -1139,7 +1141,7 @@ main(int argc, char** argv)
         }
         // LLM prefill: X[512][4096] (f32) x W[14336][4096]^T in f16, Q8_0, Q4_0.
         uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
-        for (uint32_t w : { kF16, kQ8_0, kQ4_0 }) {
+        for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
             GemmProblem prefill{ tokens, out, in, true, kF32, w, kF32 };
             GemmData data(ctx, prefill);
             if (ctx.nv) {
@@ -1194,18 +1196,28 @@ main(int argc, char** argv)
         for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{ { 14336, 4096 }, { 4096, 14336 } }) {
             uint32_t rows = options.quick ? shape.first / 16 : shape.first;
             uint32_t k = options.quick ? shape.second / 16 : shape.second;
-            for (uint32_t w : { kF16, kQ8_0, kQ4_0 }) {
+            for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
                 if (!options.filter.empty() && options.filter.find("matvec") == std::string::npos) {
                     continue;
+                }
+                if (isQuantized(w) && !hasUnitRowModes(w) && k % 256 != 0) {
+                    continue; // --quick's k = 896: not whole super-blocks
                 }
                 MatVecData data(ctx, rows, k, w);
                 for (bool intDot : { false, true }) {
                     bool intDotRuns = ctx.intDot || (options.allPaths && ctx.intDotSupported);
-                    if (intDot && (!intDotRuns || !isQuantized(w))) {
+                    if (intDot && (!intDotRuns || !hasUnitRowModes(w))) {
                         continue;
                     }
                     std::vector<MatVecConfig> configs;
-                    if (isQuantized(w)) {
+                    if (isQuantized(w) && !hasUnitRowModes(w)) {
+                        // The K-quants' unit row mode (no staging).
+                        for (uint32_t threads : { 64u, 128u, 256u }) {
+                            for (uint32_t r : { 2u, 4u, 8u }) {
+                                configs.push_back({ threads, r, 8, false, 32 });
+                            }
+                        }
+                    } else if (isQuantized(w)) {
                         for (uint32_t threads : { 128u, 256u }) {
                             for (uint32_t r : { 4u, 8u, 16u }) {
                                 configs.push_back({ threads, r, 8, true, 32 });

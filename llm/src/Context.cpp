@@ -13,6 +13,8 @@
 
 #include <kompute/kernels/Kernels.hpp>
 
+#include "WeightFormats.hpp"
+
 namespace kp {
 namespace llm {
 
@@ -24,11 +26,7 @@ using DataTypes = kp::Memory::DataTypes;
 kp::WeightFormat
 formatOf(const DeviceWeight& weight)
 {
-    switch (weight.type) {
-        case TensorType::eQ8_0: return kp::WeightFormat::eQ8_0;
-        case TensorType::eQ4_0: return kp::WeightFormat::eQ4_0;
-        default: return kp::WeightFormat::eNone;
-    }
+    return weightFormatOf(weight.type);
 }
 
 /** Refuses a tensor of `bytes` that one storage buffer of the device

@@ -83,8 +83,24 @@ layoutOf(TensorType type)
 bool
 isSupportedWeightType(TensorType type)
 {
-    return type == TensorType::eF32 || type == TensorType::eF16 || type == TensorType::eBF16 ||
-           type == TensorType::eQ8_0 || type == TensorType::eQ4_0;
+    switch (type) {
+        case TensorType::eF32:
+        case TensorType::eF16:
+        case TensorType::eBF16:
+        case TensorType::eQ8_0:
+        case TensorType::eQ4_0:
+        case TensorType::eQ4_1:
+        case TensorType::eQ5_0:
+        case TensorType::eQ5_1:
+        case TensorType::eQ2_K:
+        case TensorType::eQ3_K:
+        case TensorType::eQ4_K:
+        case TensorType::eQ5_K:
+        case TensorType::eQ6_K:
+        case TensorType::eIQ4_NL:
+        case TensorType::eIQ4_XS: return true;
+        default: return false;
+    }
 }
 
 std::string

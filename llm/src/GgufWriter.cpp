@@ -205,7 +205,7 @@ GgufWriter::write(const std::string& path) const
 }
 
 void
-writeRandomModel(const std::string& path, const ModelConfig& config, TensorType type, uint64_t seed)
+writeRandomModel(const std::string& path, const ModelConfig& config, const WeightMix& mix, uint64_t seed)
 {
     config.validate();
     if (config.vocabSize < 258) {
@@ -267,10 +267,17 @@ writeRandomModel(const std::string& path, const ModelConfig& config, TensorType 
     uint64_t index = 0;
     for (const WeightSpec& spec : weightSpecs(config)) {
         ++index;
+        TensorType type = mix.typeOf(spec, config);
         std::vector<uint8_t> bytes = randomWeight(spec, type, seed, index);
-        writer.addTensor(spec.name, spec.shape, spec.isMatrix ? type : TensorType::eF32, std::move(bytes));
+        writer.addTensor(spec.name, spec.shape, type, std::move(bytes));
     }
     writer.write(path);
+}
+
+void
+writeRandomModel(const std::string& path, const ModelConfig& config, TensorType type, uint64_t seed)
+{
+    writeRandomModel(path, config, WeightMix::pure(type), seed);
 }
 
 } // namespace llm

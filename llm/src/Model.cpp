@@ -4,6 +4,7 @@
 #include "kompute/llm/Model.hpp"
 
 #include "RandomWeights.hpp"
+#include "WeightFormats.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -24,7 +25,7 @@ struct DeviceFormat
 };
 
 /** How a weight of `type` is stored in a tensor: the element type for
- * F32/F16/BF16, raw bytes of GGUF blocks for Q8_0/Q4_0. */
+ * F32/F16/BF16, raw bytes of GGUF blocks for the block types. */
 DeviceFormat
 deviceFormatOf(TensorType type)
 {
@@ -32,9 +33,11 @@ deviceFormatOf(TensorType type)
         case TensorType::eF32: return { DataTypes::eFloat, 4 };
         case TensorType::eF16: return { DataTypes::eHalf, 2 };
         case TensorType::eBF16: return { DataTypes::eBFloat16, 2 };
-        case TensorType::eQ8_0:
-        case TensorType::eQ4_0: return { DataTypes::eUnsignedChar, 1 };
-        default: break;
+        default:
+            if (weightFormatOf(type) != kp::WeightFormat::eNone) {
+                return { DataTypes::eUnsignedChar, 1 };
+            }
+            break;
     }
     throw kp::Error("weight type " + toString(type) + " cannot be put on the device");
 }
@@ -318,23 +321,35 @@ std::shared_ptr<Model>
 Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, uint64_t seed,
               const LoadProgress& progress)
 {
-    if (!isSupportedWeightType(type)) {
-        throw kp::Error("random weights of type " + toString(type) +
-                        ": supported are F32, F16, BF16, Q8_0 and Q4_0");
+    return random(manager, config, WeightMix::pure(type), seed, progress);
+}
+
+std::shared_ptr<Model>
+Model::random(kp::Manager& manager, const ModelConfig& config, const WeightMix& mix, uint64_t seed,
+              const LoadProgress& progress)
+{
+    for (TensorType type : { mix.base, mix.output }) {
+        if (!isSupportedWeightType(type)) {
+            throw kp::Error("random weights of type " + toString(type) +
+                            ": supported are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, "
+                            "Q5_K, Q6_K, IQ4_NL and IQ4_XS");
+        }
     }
     config.validate();
     auto model = std::make_shared<Model>(manager, config);
-    model->mWeightType = type;
     std::vector<WeightSpec> specs = weightSpecs(config);
     for (const WeightSpec& spec : specs) {
-        model->mTypeCounts[spec.isMatrix ? type : TensorType::eF32] += 1;
+        model->mTypeCounts[mix.typeOf(spec, config)] += 1;
     }
     std::map<std::string, uint64_t> indexOf;
     uint64_t total = 0;
     for (const WeightSpec& spec : specs) {
         indexOf.emplace(spec.name, indexOf.size() + 1);
         uint64_t elements = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
-        total += byteSize(spec.isMatrix ? type : TensorType::eF32, elements);
+        total += byteSize(mix.typeOf(spec, config), elements);
+        if (spec.name == "blk.0.attn_q.weight") {
+            model->mWeightType = mix.typeOf(spec, config);
+        }
     }
     // place() uploads each weight right after asking for it (or a group of
     // up to three together): the three weights made last are all it needs.
@@ -347,10 +362,10 @@ Model::random(kp::Manager& manager, const ModelConfig& config, TensorType type, 
               if (made.size() == 3) {
                   made.pop_front();
               }
-              made.emplace_back(spec.name, randomWeight(spec, type, seed, indexOf[spec.name]));
+              made.emplace_back(spec.name, randomWeight(spec, mix.typeOf(spec, config), seed, indexOf[spec.name]));
               it = made.end() - 1;
           }
-          TensorType t = spec.isMatrix ? type : TensorType::eF32;
+          TensorType t = mix.typeOf(spec, config);
           return WeightSource{ t, it->second.data(), it->second.size() };
       },
       total,

@@ -417,7 +417,8 @@ checkWeights(const GgufFile& file, const ModelConfig& config)
         }
         if (!isSupportedWeightType(info->type)) {
             throw file.error("tensor '" + spec.name + "' has type " + toString(info->type) +
-                             ", which this runner does not support (supported: F32, F16, BF16, Q8_0, Q4_0)");
+                             ", which this runner does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
+                             "Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
         }
     }
 }
@@ -432,9 +433,20 @@ parseWeightType(const std::string& name)
     if (lower == "f32") return TensorType::eF32;
     if (lower == "f16") return TensorType::eF16;
     if (lower == "bf16") return TensorType::eBF16;
-    if (lower == "q8_0") return TensorType::eQ8_0;
-    if (lower == "q4_0") return TensorType::eQ4_0;
-    throw kp::Error("unknown weight type '" + name + "' (known: f32, f16, bf16, q8_0, q4_0)");
+    for (TensorType type : { TensorType::eQ8_0, TensorType::eQ4_0, TensorType::eQ4_1, TensorType::eQ5_0,
+                             TensorType::eQ5_1, TensorType::eQ2_K, TensorType::eQ3_K, TensorType::eQ4_K,
+                             TensorType::eQ5_K, TensorType::eQ6_K, TensorType::eIQ4_NL, TensorType::eIQ4_XS }) {
+        std::string known = toString(type);
+        for (char& c : known) {
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        if (lower == known) {
+            return type;
+        }
+    }
+    throw kp::Error("unknown weight type '" + name +
+                    "' (known: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
+                    "iq4_xs)");
 }
 
 } // namespace llm

@@ -10,6 +10,9 @@
 #include <thread>
 
 #include "kompute/Half.hpp"
+#include "kompute/kernels/Quantization.hpp"
+
+#include "WeightFormats.hpp"
 
 namespace kp {
 namespace llm {
@@ -52,6 +55,18 @@ fillRandom(uint8_t* out, TensorType type, uint64_t elements, float scale, uint64
         uint64_t state = seed * 0x100000001B3ull + chunk;
         uint64_t first = chunk * chunkBlocks;
         uint64_t last = std::min(blocks, first + chunkBlocks);
+        kp::WeightFormat format = weightFormatOf(type);
+        if (format != kp::WeightFormat::eNone && type != TensorType::eQ8_0 && type != TensorType::eQ4_0) {
+            // The other block types: uniform values, quantized by the kernel
+            // library's quantizer.
+            std::vector<float> values((last - first) * layout.blockSize);
+            for (float& v : values) {
+                v = scale * unit(state);
+            }
+            std::vector<uint8_t> encoded = kp::quantize(format, values.data(), values.size());
+            std::memcpy(out + first * layout.blockBytes, encoded.data(), encoded.size());
+            return;
+        }
         for (uint64_t b = first; b < last; ++b) {
             uint8_t* block = out + b * layout.blockBytes;
             switch (type) {

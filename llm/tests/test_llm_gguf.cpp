@@ -360,12 +360,12 @@ TEST(ModelConfig, ClearErrors)
     addWeights(quantized, c);
     for (auto& t : quantized.tensors) {
         if (t.name == "blk.0.ffn_up.weight") {
-            t.type = 20; // IQ4_NL: 32-element blocks of 18 bytes
-            t.data.assign(64 * 96 / 32 * 18, 0);
+            t.type = 9; // Q8_1: 32-element blocks of 36 bytes
+            t.data.assign(64 * 96 / 32 * 36, 0);
         }
     }
     expectFormatError([&] { kp::llm::checkWeights(GgufFile::fromBytes(quantized.bytes()), c); },
-                      "tensor 'blk.0.ffn_up.weight' has type IQ4_NL, which this runner does not support");
+                      "tensor 'blk.0.ffn_up.weight' has type Q8_1, which this runner does not support");
 
     GgufWriter shape = llamaMetadata();
     addWeights(shape, c);
@@ -557,7 +557,10 @@ TEST(ModelConfig, NamedShapes)
     EXPECT_TRUE(qwen2.attentionBias && qwen2.tiedOutput);
     EXPECT_NEAR(static_cast<double>(qwen2.parameterCount()), 0.494e9, 0.001e9);
     EXPECT_EQ(kp::llm::parseWeightType("Q4_0"), TensorType::eQ4_0);
-    EXPECT_THROW(kp::llm::parseWeightType("q4_k"), kp::Error);
+    EXPECT_EQ(kp::llm::parseWeightType("q4_k"), TensorType::eQ4_K);
+    EXPECT_EQ(kp::llm::parseWeightType("IQ4_XS"), TensorType::eIQ4_XS);
+    EXPECT_THROW(kp::llm::parseWeightType("q8_k"), kp::Error);
+    EXPECT_THROW(kp::llm::parseWeightType("q4_k_m"), kp::Error); // a mix: WeightMix::parse
 }
 
 TEST(GgufWriter, RandomModelFilesReadBackWhole)

@@ -82,11 +82,30 @@ halfToFloat(const uint8_t* bytes)
 }
 
 /** A weight's values, dequantized from its GGUF bytes (the block layouts of
- * the GGUF format, written out independently of the runner). */
+ * the GGUF format, written out independently of the runner; the other block
+ * types through kp::dequantize, which python/tests/test_kernels_quant.py
+ * checks against the gguf package's). */
 std::vector<double>
 decode(const std::vector<uint8_t>& bytes, TensorType type, uint64_t count)
 {
     std::vector<double> out(count);
+    kp::WeightFormat format = kp::WeightFormat::eNone;
+    for (auto f : { kp::WeightFormat::eQ4_1, kp::WeightFormat::eQ5_0, kp::WeightFormat::eQ5_1,
+                    kp::WeightFormat::eQ2_K, kp::WeightFormat::eQ3_K, kp::WeightFormat::eQ4_K,
+                    kp::WeightFormat::eQ5_K, kp::WeightFormat::eQ6_K, kp::WeightFormat::eIQ4_NL,
+                    kp::WeightFormat::eIQ4_XS }) {
+        std::string name = kp::toString(f);
+        for (char& ch : name) {
+            ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        }
+        if (name == kp::llm::toString(type)) {
+            format = f;
+        }
+    }
+    if (format != kp::WeightFormat::eNone) {
+        std::vector<float> values = kp::dequantize(format, bytes.data(), count / kp::blockWeights(format));
+        return std::vector<double>(values.begin(), values.end());
+    }
     for (uint64_t i = 0; i < count; ++i) {
         switch (type) {
             case TensorType::eF32: {
@@ -129,16 +148,22 @@ struct HostWeights
 };
 
 HostWeights
-hostWeights(const ModelConfig& c, TensorType type, uint64_t seed)
+hostWeights(const ModelConfig& c, const kp::llm::WeightMix& mix, uint64_t seed)
 {
     HostWeights w;
     uint64_t index = 0;
     for (const kp::llm::WeightSpec& spec : kp::llm::weightSpecs(c)) {
         uint64_t count = spec.shape[0] * (spec.shape.size() > 1 ? spec.shape[1] : 1);
-        TensorType t = spec.isMatrix ? type : TensorType::eF32;
-        w.byName[spec.name] = decode(kp::llm::randomWeight(spec, type, seed, ++index), t, count);
+        TensorType t = mix.typeOf(spec, c);
+        w.byName[spec.name] = decode(kp::llm::randomWeight(spec, t, seed, ++index), t, count);
     }
     return w;
+}
+
+HostWeights
+hostWeights(const ModelConfig& c, TensorType type, uint64_t seed)
+{
+    return hostWeights(c, kp::llm::WeightMix::pure(type), seed);
 }
 
 using Rows = std::vector<std::vector<double>>;
@@ -494,6 +519,90 @@ INSTANTIATE_TEST_SUITE_P(Layouts,
                                     kp::llm::toString(std::get<1>(info.param));
                          });
 
+// The other block types and llama-quantize's mixes, on a model whose rows
+// are whole 256-weight super-blocks: every position of a prompt step (the
+// GEMM) and decode steps (the mat-vec) against the host reference.
+class LlmBlockTypes : public kp_test::KomputeParamTest<std::string>
+{};
+
+TEST_P(LlmBlockTypes, MatchTheHostReference)
+{
+    ModelConfig c = smallConfig();
+    c.embeddingLength = 256;
+    c.feedForwardLength = 512;
+    c.headDim = 64;
+    c.ropeDims = 64;
+    c.validate();
+    const kp::llm::WeightMix mix = kp::llm::WeightMix::parse(GetParam());
+    const Rows expected = referenceLogits(c, hostWeights(c, mix, kSeed), kPrompt);
+    auto model = Model::random(mgr(), c, mix, kSeed);
+    Context context(model, ContextOptions{ 32 });
+    std::vector<float> logits;
+    context.evaluate(kPrompt, Logits::eAll, &logits);
+    for (size_t t = 0; t < kPrompt.size(); ++t) {
+        std::vector<float> row(logits.begin() + t * c.vocabSize, logits.begin() + (t + 1) * c.vocabSize);
+        EXPECT_LT(relativeError(row, expected, t), 4e-2) << "position " << t;
+    }
+    context.reset();
+    std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 9);
+    context.evaluate(head, Logits::eNone, nullptr);
+    for (size_t t = 9; t < kPrompt.size(); ++t) {
+        context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, t), 4e-2) << "decode position " << t;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes,
+                         LlmBlockTypes,
+                         ::testing::Values("q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl",
+                                           "iq4_xs", "q4_k_m", "q5_k_m", "q4_0/q6_k"),
+                         [](const auto& info) {
+                             std::string name = info.param;
+                             std::replace(name.begin(), name.end(), '/', '_');
+                             return name;
+                         });
+
+TEST(LlmWeightMix, GivesEachTensorLlamaQuantizesType)
+{
+    ModelConfig c = ModelConfig::named("llama-8b");
+    auto typeOf = [&](const kp::llm::WeightMix& mix, const std::string& name) {
+        for (const auto& spec : kp::llm::weightSpecs(c)) {
+            if (spec.name == name) {
+                return mix.typeOf(spec, c);
+            }
+        }
+        ADD_FAILURE() << "no weight " << name;
+        return TensorType::eF32;
+    };
+    auto q4km = kp::llm::WeightMix::parse("Q4_K_M");
+    EXPECT_EQ(q4km.name(), "q4_k_m");
+    EXPECT_EQ(typeOf(q4km, "output.weight"), TensorType::eQ6_K);
+    EXPECT_EQ(typeOf(q4km, "token_embd.weight"), TensorType::eQ4_K);
+    EXPECT_EQ(typeOf(q4km, "blk.0.attn_q.weight"), TensorType::eQ4_K);
+    // 32 layers: more bits for layers 0-3, 28-31 and 4 + 3i + 2 between.
+    for (int layer : { 0, 3, 6, 9, 28, 31 }) {
+        EXPECT_EQ(typeOf(q4km, "blk." + std::to_string(layer) + ".attn_v.weight"), TensorType::eQ6_K) << layer;
+        EXPECT_EQ(typeOf(q4km, "blk." + std::to_string(layer) + ".ffn_down.weight"), TensorType::eQ6_K) << layer;
+    }
+    for (int layer : { 4, 5, 7, 26 }) {
+        EXPECT_EQ(typeOf(q4km, "blk." + std::to_string(layer) + ".attn_v.weight"), TensorType::eQ4_K) << layer;
+    }
+    EXPECT_EQ(typeOf(q4km, "blk.3.attn_norm.weight"), TensorType::eF32);
+    auto q40 = kp::llm::WeightMix::parse("q4_0/q6_k");
+    EXPECT_EQ(q40.name(), "q4_0/q6_k");
+    EXPECT_EQ(typeOf(q40, "output.weight"), TensorType::eQ6_K);
+    EXPECT_EQ(typeOf(q40, "blk.1.ffn_down.weight"), TensorType::eQ4_0);
+    // Rows that are not whole super-blocks fall back as llama-quantize does.
+    ModelConfig narrow = smallConfig();
+    for (const auto& spec : kp::llm::weightSpecs(narrow)) {
+        if (spec.name == "blk.0.attn_q.weight") {
+            EXPECT_EQ(kp::llm::WeightMix::parse("q4_k").typeOf(spec, narrow), TensorType::eQ5_0);
+            EXPECT_EQ(kp::llm::WeightMix::parse("q6_k").typeOf(spec, narrow), TensorType::eQ8_0);
+        }
+    }
+    EXPECT_THROW(kp::llm::WeightMix::parse("q4_k_x"), kp::Error);
+}
+
 class LlmContext : public kp_test::KomputeTest
 {};
 
@@ -522,16 +631,21 @@ TEST_F(LlmContext, AModelFileGivesWhatTheSameRandomModelGives)
 {
     const ModelConfig c = smallConfig();
     const std::string path = ::testing::TempDir() + "kompute-llm-model-test.gguf";
-    kp::llm::writeRandomModel(path, c, TensorType::eQ8_0, kSeed);
-    kp::llm::GgufFile file = kp::llm::GgufFile::open(path);
-    auto loaded = Model::load(mgr(), file);
-    auto random = Model::random(mgr(), c, TensorType::eQ8_0, kSeed);
-    EXPECT_EQ(loaded->weightBytes(), random->weightBytes());
-    std::vector<float> fromFile, fromMemory;
-    Context(loaded, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromFile);
-    Context(random, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromMemory);
-    EXPECT_EQ(fromFile, fromMemory);
-    std::remove(path.c_str());
+    for (const char* mixName : { "q8_0", "q4_k_m" }) {
+        SCOPED_TRACE(mixName);
+        auto mix = kp::llm::WeightMix::parse(mixName);
+        kp::llm::writeRandomModel(path, c, mix, kSeed);
+        kp::llm::GgufFile file = kp::llm::GgufFile::open(path);
+        auto loaded = Model::load(mgr(), file);
+        auto random = Model::random(mgr(), c, mix, kSeed);
+        EXPECT_EQ(loaded->weightBytes(), random->weightBytes());
+        EXPECT_EQ(file.tensor("output.weight").type, mix.typeOf({ "output.weight", { 64, 300 }, true }, c));
+        std::vector<float> fromFile, fromMemory;
+        Context(loaded, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromFile);
+        Context(random, ContextOptions{ 32 }).evaluate(kPrompt, Logits::eAll, &fromMemory);
+        EXPECT_EQ(fromFile, fromMemory);
+        std::remove(path.c_str());
+    }
 }
 
 TEST_F(LlmContext, BadInputIsAClearErrorAndChangesNothing)
@@ -572,7 +686,7 @@ TEST_F(LlmContext, BadInputIsAClearErrorAndChangesNothing)
     const uint64_t rowBytes = uint64_t(c.headCountKv) * c.headDim * 2;
     const uint32_t tooMany = static_cast<uint32_t>(std::min<uint64_t>(UINT32_MAX, maxRange / rowBytes + 1));
     expectError([&] { Context huge(model, ContextOptions{ tooMany, 1 }); }, "use a smaller context size");
-    expectError([&] { Model::random(mgr(), c, TensorType::eQ4_K, 1); }, "random weights of type Q4_K");
+    expectError([&] { Model::random(mgr(), c, TensorType::eQ8_K, 1); }, "random weights of type Q8_K");
 }
 
 } // namespace

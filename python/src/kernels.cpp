@@ -509,7 +509,9 @@ bindMatMul(nb::module_& m)
       "format"_a,
       "values"_a,
       keepGil,
-      "GGUF blocks (uint8) of `values` (a multiple of 32 floats), rounded as ggml's reference quantizer.");
+      "GGUF blocks (uint8) of `values` (whole blocks: a multiple of 32 floats, of 256 for the K-quants and "
+      "IQ4_XS): Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 rounded as ggml's reference quantizer, the other formats by a "
+      "simple quantizer of ours (the scales that span each sub-block, then the nearest level).");
     m.def(
       "dequantize",
       [](WeightFormat format, const ArrayLike& blocks) {
@@ -542,7 +544,17 @@ bindKernels(nb::module_& m)
                             "block format in a uint8 tensor.")
       .value("none", WeightFormat::eNone, "the tensor's own dtype (float32, float16, bfloat16)")
       .value("q8_0", WeightFormat::eQ8_0, "GGUF Q8_0: 34-byte blocks of 32 weights")
-      .value("q4_0", WeightFormat::eQ4_0, "GGUF Q4_0: 18-byte blocks of 32 weights");
+      .value("q4_0", WeightFormat::eQ4_0, "GGUF Q4_0: 18-byte blocks of 32 weights")
+      .value("q4_1", WeightFormat::eQ4_1, "GGUF Q4_1: 20-byte blocks of 32 weights")
+      .value("q5_0", WeightFormat::eQ5_0, "GGUF Q5_0: 22-byte blocks of 32 weights")
+      .value("q5_1", WeightFormat::eQ5_1, "GGUF Q5_1: 24-byte blocks of 32 weights")
+      .value("q2_k", WeightFormat::eQ2_K, "GGUF Q2_K: 84-byte super-blocks of 256 weights")
+      .value("q3_k", WeightFormat::eQ3_K, "GGUF Q3_K: 110-byte super-blocks of 256 weights")
+      .value("q4_k", WeightFormat::eQ4_K, "GGUF Q4_K: 144-byte super-blocks of 256 weights")
+      .value("q5_k", WeightFormat::eQ5_K, "GGUF Q5_K: 176-byte super-blocks of 256 weights")
+      .value("q6_k", WeightFormat::eQ6_K, "GGUF Q6_K: 210-byte super-blocks of 256 weights")
+      .value("iq4_nl", WeightFormat::eIQ4_NL, "GGUF IQ4_NL: 18-byte blocks of 32 weights (non-linear levels)")
+      .value("iq4_xs", WeightFormat::eIQ4_XS, "GGUF IQ4_XS: 136-byte super-blocks of 256 weights");
 
     nb::class_<KernelOp, OpBase>(m,
                                  "KernelOp",

@@ -77,6 +77,7 @@ struct PyModel
     std::unique_ptr<kp::Manager> ownManager;
     std::optional<llm::GgufFile> file;
     std::optional<llm::Tokenizer> tokenizer;
+    std::optional<llm::WeightMix> mix; // random weights
     std::shared_ptr<llm::Model> model;
     std::unique_ptr<llm::Context> context;
 };
@@ -285,8 +286,9 @@ bindLlm(nb::module_& parent)
                 if (colon == std::string::npos) {
                     throw kp::Error("random takes 'SHAPE:TYPE', e.g. 'tiny:f32' or 'llama-8b:q4_0'");
                 }
+                self->mix = llm::WeightMix::parse(random->substr(colon + 1));
                 self->model = llm::Model::random(*manager, llm::ModelConfig::named(random->substr(0, colon)),
-                                                 llm::parseWeightType(random->substr(colon + 1)), seed);
+                                                 *self->mix, seed);
             }
             llm::ContextOptions options;
             options.contextSize = contextSize;
@@ -303,7 +305,7 @@ bindLlm(nb::module_& parent)
         nb::keep_alive<1, 4>(),
         "Loads a GGUF file (checked: architecture, hyperparameters, every weight's shape and "
         "type) onto `manager`'s device (a Manager of its own on `device` when None), or makes "
-        "random weights: random='llama-8b:q4_0'. context_size: tokens of the KV cache (0: the "
+        "random weights: random='llama-8b:q4_0' (or a mix such as 'llama-8b:q4_k_m', 'tiny:q4_0/q6_k'). context_size: tokens of the KV cache (0: the "
         "model's context length, at most 4096); batch_size: most tokens per prompt step.")
       .def_prop_ro(
         "config",

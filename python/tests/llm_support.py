@@ -5,7 +5,9 @@ dequantized in NumPy, and a NumPy reference forward pass.
 Everything here is independent of the runner: the dequantization follows
 the GGUF block layouts (Q8_0: f16 scale + 32 int8; Q4_0: f16 scale + 16
 bytes whose low nibbles are weights 0..15 and high nibbles 16..31, value
-(q - 8) * scale), and the forward pass is the Llama architecture (with
+(q - 8) * scale; the other block types through the gguf package's
+dequantizer, their blocks made by its quantizer or, for the K-quants and
+IQ4, by kp.quantize), and the forward pass is the Llama architecture (with
 qwen2's biases, qwen3's head norms, NeoX RoPE, Llama 3.1's RoPE factors and
 linear scaling) written out in float64.
 """
@@ -192,8 +194,49 @@ def stored(weights, weight_type):
             raw = quantize_q4_0(w)
             out[name] = (raw, "Q4_0", dequantize_q4_0(raw, w.shape[1]))
         else:
-            raise ValueError(weight_type)
+            out[name] = quantize_block_type(w, weight_type)
     return out
+
+
+def quantize_block_type(w, weight_type):
+    """The other GGUF block types (q4_1, q5_0, q5_1, q2_k .. q6_k, iq4_nl,
+    iq4_xs): encoded by gguf's quantizer where it has one, else by
+    kp.quantize, and decoded by gguf's dequantizer (independent of the
+    runner's decoders)."""
+    from gguf import quants
+
+    qtype = gguf.GGMLQuantizationType[weight_type.upper()]
+    try:
+        raw = quants.quantize(w, qtype)
+    except NotImplementedError:
+        import kp
+        raw = kp.quantize(getattr(kp.WeightFormat, weight_type), w.reshape(-1)).reshape(w.shape[0], -1)
+    seen = quants.dequantize(raw, qtype).astype(np.float32).reshape(w.shape)
+    return raw, weight_type.upper(), seen
+
+
+# llama-quantize's per-tensor mixes for a Llama layout (llm/include/kompute/
+# llm/WeightMix.hpp): name -> the type of a weight of that name.
+def use_more_bits(layer, layers):
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
+
+def mix(name, layers):
+    """A function of a weight's name giving its type in mix `name`
+    ("q4_k_m", "q5_k_m", "q6_k", "q4_0/q6_k")."""
+    if "/" in name:
+        base, output = name.split("/")
+    else:
+        base, output = {"q4_k_m": ("q4_k", "q6_k"), "q5_k_m": ("q5_k", "q6_k")}.get(name, (name, name))
+
+    def type_of(weight):
+        if weight == "output.weight":
+            return output
+        if name in ("q4_k_m", "q5_k_m") and weight.endswith(("attn_v.weight", "ffn_down.weight")):
+            if use_more_bits(int(weight.split(".")[1]), layers):
+                return "q6_k"
+        return base
+    return type_of
 
 
 def simple_vocabulary(size):

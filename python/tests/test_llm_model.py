@@ -178,6 +178,45 @@ def test_mixed_weight_types(tmp_path, manager):
     assert relative_error(model.evaluate(PROMPT[-1:], "last")[0], expected) < TOLERANCE["q8_0"]
 
 
+# Every block type alone, and the mixes llama-quantize writes (Q4_K_M,
+# Q5_K_M, Q6_K, and Q4_0 with its output.weight in Q6_K): a model 256 wide,
+# so that rows are whole super-blocks, against the reference on gguf's
+# dequantization of the same blocks.
+BLOCK_TOLERANCE = {"q4_1": 3e-2, "q5_0": 3e-2, "q5_1": 3e-2, "q2_k": 6e-2, "q3_k": 4e-2, "q4_k": 3e-2,
+                   "q5_k": 3e-2, "q6_k": 3e-2, "iq4_nl": 3e-2, "iq4_xs": 3e-2, "q4_k_m": 3e-2, "q5_k_m": 3e-2,
+                   "q4_0/q6_k": 3e-2}
+
+
+@pytest.mark.parametrize("weight_type", list(BLOCK_TOLERANCE))
+def test_block_types_and_llama_quantize_mixes(tmp_path, manager, weight_type):
+    need_gguf()
+    from llm_support import mix
+
+    config = TinyConfig(width=256, ffn=512, layers=3)
+    path = tmp_path / "blocks.gguf"
+    weights = write_model(path, config, mix(weight_type, config.layers), seed=13)
+    model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    types = model.config["type_counts"]
+    assert types.get("Q6_K", 0) >= (1 if "6" in weight_type or weight_type.endswith("_m") else 0)
+    logits = model.logits(PROMPT)
+    expected = reference_logits(config, weights, PROMPT)
+    assert relative_error(logits, expected) < BLOCK_TOLERANCE[weight_type]
+    model.reset()
+    model.evaluate(PROMPT[:-1], "none")  # then one decode step (the mat-vec)
+    assert relative_error(model.evaluate(PROMPT[-1:], "last")[0], expected[-1]) < BLOCK_TOLERANCE[weight_type]
+
+
+@pytest.mark.parametrize("mix_name", ["q4_k_m", "q5_k_s", "q4_0/q6_k", "iq4_xs"])
+def test_random_mixes(manager, mix_name):
+    model = kp.llm.Model(random="tiny:" + mix_name, manager=manager, context_size=16)
+    types = model.config["type_counts"]
+    assert types["F32"] == 5 and sum(types.values()) == 5 + 2 * 7 + 2  # norms, layers, embedding and output
+    if mix_name in ("q4_k_m", "q4_0/q6_k"):
+        assert types["Q6_K"] >= 1  # output.weight at least
+    tokens = model.generate([1, 2, 3], n=3, temperature=0)
+    assert len(tokens) == 3 and all(0 <= t < 1024 for t in tokens)
+
+
 def test_random_weights_and_bad_input(manager):
     model = kp.llm.Model(random="tiny:q8_0", manager=manager, context_size=16)
     assert model.tokenizer is None and model.config["vocab_size"] == 1024
@@ -196,8 +235,8 @@ def test_random_weights_and_bad_input(manager):
     assert len(model.generate([1, 2, 3], n=14, temperature=0)) == 14
     with pytest.raises(kp.Error, match="unknown model shape 'huge'"):
         kp.llm.Model(random="huge:f16", manager=manager)
-    with pytest.raises(kp.Error, match="unknown weight type 'q4_k'"):
-        kp.llm.Model(random="tiny:q4_k", manager=manager)
+    with pytest.raises(kp.Error, match="unknown weight type 'q8_k'"):
+        kp.llm.Model(random="tiny:q8_k", manager=manager)
 
 
 def test_bad_files_are_clear_errors(tmp_path, manager):
@@ -252,8 +291,8 @@ def test_bad_files_are_clear_errors(tmp_path, manager):
     with pytest.raises(kp.Error, match=r"'blk.0.attn_k.weight' has shape \[64, 16\], but the model's metadata needs \[64, 32\]"):
         kp.llm.Model(str(shape), manager=manager)
     q5 = tmp_path / "q5_0.gguf"  # a block format the runner does not read: 22 bytes per 32 weights
-    write_model(q5, config, "f32", override={"blk.0.ffn_down.weight": (np.zeros((64, 3 * 22), np.uint8), "Q5_0")})
-    with pytest.raises(kp.Error, match="'blk.0.ffn_down.weight' has type Q5_0, which this runner does not support"):
+    write_model(q5, config, "f32", override={"blk.0.ffn_down.weight": (np.zeros((64, 96), np.int8), "I8")})
+    with pytest.raises(kp.Error, match="'blk.0.ffn_down.weight' has type I8, which this runner does not support"):
         kp.llm.Model(str(q5), manager=manager)
     with pytest.raises(kp.Error, match="cannot open"):
         kp.llm.Model(str(tmp_path / "absent.gguf"), manager=manager)

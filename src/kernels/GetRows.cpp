@@ -61,16 +61,18 @@ OpGetRows::OpGetRows(const std::vector<std::shared_ptr<Memory>>& memObjects, con
                         block));
         }
         uint64_t stride = params.tableStride ? params.tableStride : params.cols;
-        if (params.cols % kWeightsPerBlock || stride % kWeightsPerBlock || params.tableOffset % kWeightsPerBlock) {
+        uint32_t weights = blockWeights(params.formatTable);
+        if (params.cols % weights || stride % weights || params.tableOffset % weights) {
             checker.fail(format("cols, tableStride and tableOffset count weights of a {} table and must be "
-                        "multiples of 32 (whole blocks): cols = {}, tableStride = {}, tableOffset = {}",
+                        "multiples of {} (whole blocks): cols = {}, tableStride = {}, tableOffset = {}",
                         toString(params.formatTable),
+                        weights,
                         params.cols,
                         stride,
                         params.tableOffset));
         }
-        type = params.formatTable == WeightFormat::eQ8_0 ? kQ8_0 : kQ4_0;
-        tableElements = uint64_t(table.memorySize() / block) * kWeightsPerBlock;
+        type = quantElementType(params.formatTable);
+        tableElements = uint64_t(table.memorySize() / block) * weights;
     } else {
         switch (table.dataType()) {
             case DT::eFloat: type = kF32; break;

@@ -31,7 +31,7 @@ elementType(const Checker& check, const Memory& tensor, const char* name, bool a
                         toString(weightFormat),
                         Memory::toString(type)));
         }
-        return weightFormat == WeightFormat::eQ8_0 ? kQ8_0 : kQ4_0;
+        return quantElementType(weightFormat);
     }
     switch (type) {
         case DT::eFloat: return kF32;
@@ -207,18 +207,24 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         if (b.memorySize() % block != 0) {
             check.fail(format("B holds {} bytes, not whole {} blocks of {} bytes", b.memorySize(), toString(p.formatB), block));
         }
-        if (p.k % kWeightsPerBlock != 0) {
-            check.fail(format("k = {} is not a multiple of 32: {} rows are whole blocks of 32 weights", p.k, toString(p.formatB)));
+        uint32_t weights = blockWeights(p.formatB);
+        if (p.k % weights != 0) {
+            check.fail(format("k = {} is not a multiple of {}: {} rows are whole blocks of {} weights",
+                        p.k,
+                        weights,
+                        toString(p.formatB),
+                        weights));
         }
-        if (p.ldb % kWeightsPerBlock || p.offsetB % kWeightsPerBlock || p.strideB % kWeightsPerBlock) {
-            check.fail(format("ldb, strideB and offsetB count weights of a {} B and must be multiples of 32 "
+        if (p.ldb % weights || p.offsetB % weights || p.strideB % weights) {
+            check.fail(format("ldb, strideB and offsetB count weights of a {} B and must be multiples of {} "
                         "(whole blocks): ldb = {}, strideB = {}, offsetB = {}",
                         toString(p.formatB),
+                        weights,
                         p.ldb,
                         p.strideB,
                         p.offsetB));
         }
-        bElements = uint64_t(b.memorySize() / block) * kWeightsPerBlock;
+        bElements = uint64_t(b.memorySize() / block) * weights;
         bUnit = "weights";
     }
     resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
@@ -255,7 +261,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             bound = { memObjects[1], memObjects[0], memObjects[2] };
         }
         mv.out = variant.c;
-        bool intDot = isQuantized(mv.w) && view.intDot && !caps.isDisabled("int-dot");
+        bool intDot = hasUnitRowModes(mv.w) && view.intDot && !caps.isDisabled("int-dot");
         bool stageable = !mv.columnMode && !caps.isDisabled("staged") &&
                          matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
         MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable);

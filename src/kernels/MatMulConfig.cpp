@@ -47,8 +47,27 @@ elementTypeName(uint32_t type)
         case kBF16: return "bf16";
         case kQ8_0: return "q8_0";
         case kQ4_0: return "q4_0";
+        case kQ4_1: return "q4_1";
+        case kQ5_0: return "q5_0";
+        case kQ5_1: return "q5_1";
+        case kQ2_K: return "q2_k";
+        case kQ3_K: return "q3_k";
+        case kQ4_K: return "q4_k";
+        case kQ5_K: return "q5_k";
+        case kQ6_K: return "q6_k";
+        case kIQ4_NL: return "iq4_nl";
+        case kIQ4_XS: return "iq4_xs";
     }
     return "unknown";
+}
+
+uint32_t
+quantElementType(WeightFormat format)
+{
+    static_assert(uint32_t(WeightFormat::eQ8_0) + 2 == kQ8_0 && uint32_t(WeightFormat::eQ4_K) + 2 == kQ4_K &&
+                    uint32_t(WeightFormat::eIQ4_XS) + 2 == kIQ4_XS,
+                  "MatMulCommon.glsl numbers the block formats in kp::WeightFormat's order");
+    return static_cast<uint32_t>(format) + 2;
 }
 
 std::vector<uint32_t>
@@ -246,7 +265,7 @@ matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64
 {
     // Rows of whole 16-byte chunks: 8 blocks (34 * 8 and 18 * 8 bytes).
     const uint64_t eightBlocks = 8 * 32;
-    return isQuantized(wType) && k % eightBlocks == 0 && ld % eightBlocks == 0 && offset % eightBlocks == 0 &&
+    return hasUnitRowModes(wType) && k % eightBlocks == 0 && ld % eightBlocks == 0 && offset % eightBlocks == 0 &&
            (batch == 1 || batchStride % eightBlocks == 0);
 }
 

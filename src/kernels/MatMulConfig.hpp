@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kompute/Vulkan.hpp"
+#include "kompute/kernels/KernelOp.hpp"
 
 namespace kp {
 namespace kernels {
@@ -23,14 +24,34 @@ enum ElementType : uint32_t
     kBF16 = 2,
     kQ8_0 = 3,
     kQ4_0 = 4,
+    kQ4_1 = 5,
+    kQ5_0 = 6,
+    kQ5_1 = 7,
+    kQ2_K = 8,
+    kQ3_K = 9,
+    kQ4_K = 10,
+    kQ5_K = 11,
+    kQ6_K = 12,
+    kIQ4_NL = 13,
+    kIQ4_XS = 14,
 };
 
 const char* elementTypeName(uint32_t type);
 inline bool
 isQuantized(uint32_t type)
 {
+    return type >= kQ8_0 && type <= kIQ4_XS;
+}
+/** The formats the mat-vec reads in 4-byte units, with its staged and
+ * integer-dot row modes; the others take its block row mode. */
+inline bool
+hasUnitRowModes(uint32_t type)
+{
     return type == kQ8_0 || type == kQ4_0;
 }
+/** The element type of GGUF blocks of `format` (kp::WeightFormat, not
+ * eNone): the shaders number them in the enum's order from kQ8_0. */
+uint32_t quantElementType(WeightFormat format);
 
 /** One matrix multiply-add shape of the device's cooperative matrices. */
 struct CoopmatShape

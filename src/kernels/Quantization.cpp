@@ -9,6 +9,13 @@
 #include "kompute/Half.hpp"
 #include "kompute/logger/Logger.hpp"
 
+// The decoders compute each weight in the order ggml and the `gguf` package
+// do (d * sc first, then * q, then - m), each product rounded to f32 in a
+// statement of its own, so that the results are bit for bit theirs: a fused
+// multiply-add would round once instead of twice (C++17 without GNU
+// extensions, as the library is built, leaves contraction off in GCC; Clang
+// contracts only within one expression).
+
 namespace kp {
 
 const char*
@@ -18,25 +25,477 @@ toString(WeightFormat format)
         case WeightFormat::eNone: return "none";
         case WeightFormat::eQ8_0: return "q8_0";
         case WeightFormat::eQ4_0: return "q4_0";
+        case WeightFormat::eQ4_1: return "q4_1";
+        case WeightFormat::eQ5_0: return "q5_0";
+        case WeightFormat::eQ5_1: return "q5_1";
+        case WeightFormat::eQ2_K: return "q2_k";
+        case WeightFormat::eQ3_K: return "q3_k";
+        case WeightFormat::eQ4_K: return "q4_k";
+        case WeightFormat::eQ5_K: return "q5_k";
+        case WeightFormat::eQ6_K: return "q6_k";
+        case WeightFormat::eIQ4_NL: return "iq4_nl";
+        case WeightFormat::eIQ4_XS: return "iq4_xs";
     }
     return "unknown";
 }
 
 namespace {
 
+// The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl).
+constexpr int8_t kIq4Values[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
 void
-writeScale(uint8_t* block, float d)
+writeHalf(uint8_t* at, float value)
 {
-    uint16_t bits = float16_t::fromFloat(d);
-    std::memcpy(block, &bits, 2);
+    uint16_t bits = float16_t::fromFloat(value);
+    std::memcpy(at, &bits, 2);
 }
 
 float
-readScale(const uint8_t* block)
+readHalf(const uint8_t* at)
 {
     uint16_t bits;
-    std::memcpy(&bits, block, 2);
+    std::memcpy(&bits, at, 2);
     return float16_t::toFloat(bits);
+}
+
+// The value a scale takes once stored as f16.
+float
+asHalf(float value)
+{
+    return float16_t::toFloat(float16_t::fromFloat(value));
+}
+
+int
+clampRound(float value, int lo, int hi)
+{
+    if (!(value == value)) { // NaN
+        return 0;
+    }
+    return static_cast<int>(std::min<float>(hi, std::max<float>(lo, std::nearbyint(value))));
+}
+
+// The value of largest magnitude among x[0..n) (its sign kept).
+float
+extreme(const float* x, uint32_t n)
+{
+    float amax = 0, value = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+        if (std::fabs(x[j]) > amax) {
+            amax = std::fabs(x[j]);
+            value = x[j];
+        }
+    }
+    return value;
+}
+
+// Q4_K and Q5_K: the 6-bit scale and minimum of sub-block j (ggml's
+// get_scale_min_k4).
+void
+scaleMinK4(uint32_t j, const uint8_t* q, uint32_t& scale, uint32_t& min)
+{
+    if (j < 4) {
+        scale = q[j] & 63u;
+        min = q[j + 4] & 63u;
+    } else {
+        scale = (q[j + 4] & 15u) | ((q[j - 4] >> 6) << 4);
+        min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+void
+packScaleMinK4(const uint32_t scale[8], const uint32_t min[8], uint8_t* q)
+{
+    for (uint32_t j = 0; j < 4; ++j) {
+        q[j] = static_cast<uint8_t>((scale[j] & 63u) | ((scale[j + 4] >> 4) << 6));
+        q[j + 4] = static_cast<uint8_t>((min[j] & 63u) | ((min[j + 4] >> 4) << 6));
+        q[j + 8] = static_cast<uint8_t>((scale[j + 4] & 15u) | ((min[j + 4] & 15u) << 4));
+    }
+}
+
+// Asymmetric sub-blocks (Q2_K, Q4_K, Q5_K): w = (d * sc) * q - (dmin * m),
+// q in 0..levels, sc and m in 0..scaleMax. Fills q[256], sc[], m[] and
+// returns d and dmin (as stored).
+void
+quantizeAsymmetric(const float* x,
+                   uint32_t subBlock,
+                   int levels,
+                   int scaleMax,
+                   uint8_t* q,
+                   uint32_t* sc,
+                   uint32_t* m,
+                   float& d,
+                   float& dmin)
+{
+    const uint32_t subBlocks = 256 / subBlock;
+    float scales[16], mins[16];
+    float maxScale = 0, maxMin = 0;
+    for (uint32_t s = 0; s < subBlocks; ++s) {
+        float lo = 0, hi = 0; // the minimum is never positive (as ggml's)
+        for (uint32_t j = 0; j < subBlock; ++j) {
+            lo = std::min(lo, x[s * subBlock + j]);
+            hi = std::max(hi, x[s * subBlock + j]);
+        }
+        scales[s] = (hi - lo) / levels;
+        mins[s] = -lo;
+        maxScale = std::max(maxScale, scales[s]);
+        maxMin = std::max(maxMin, mins[s]);
+    }
+    d = asHalf(maxScale / scaleMax);
+    dmin = asHalf(maxMin / scaleMax);
+    for (uint32_t s = 0; s < subBlocks; ++s) {
+        sc[s] = d > 0 ? static_cast<uint32_t>(clampRound(scales[s] / d, 0, scaleMax)) : 0;
+        // Rounded up, so that the sub-block's minimum stays reachable.
+        m[s] = dmin > 0 ? static_cast<uint32_t>(std::min<float>(scaleMax, std::ceil(mins[s] / dmin))) : 0;
+        float dl = d * static_cast<float>(sc[s]);
+        float ml = dmin * static_cast<float>(m[s]);
+        for (uint32_t j = 0; j < subBlock; ++j) {
+            float v = x[s * subBlock + j];
+            q[s * subBlock + j] = dl > 0 ? static_cast<uint8_t>(clampRound((v + ml) / dl, 0, levels)) : 0;
+        }
+    }
+}
+
+// Symmetric sub-blocks (Q3_K, Q6_K): w = (d * sc) * q, q in qMin..qMax
+// (qMin < 0), sc signed in scMin..scMax. Fills q (offset by -qMin), sc
+// (offset by -scMin), returns d as stored.
+float
+quantizeSymmetric(const float* x, uint32_t subBlock, int qMin, int qMax, int scMin, int scMax, uint8_t* q, int* sc)
+{
+    const uint32_t subBlocks = 256 / subBlock;
+    float scales[16];
+    for (uint32_t s = 0; s < subBlocks; ++s) {
+        scales[s] = extreme(x + s * subBlock, subBlock) / static_cast<float>(qMin);
+    }
+    float d = asHalf(extreme(scales, subBlocks) / static_cast<float>(scMin));
+    for (uint32_t s = 0; s < subBlocks; ++s) {
+        sc[s] = d != 0 ? clampRound(scales[s] / d, scMin, scMax) : 0;
+        float dl = d * static_cast<float>(sc[s]);
+        for (uint32_t j = 0; j < subBlock; ++j) {
+            int level = dl != 0 ? clampRound(x[s * subBlock + j] / dl, qMin, qMax) : 0;
+            q[s * subBlock + j] = static_cast<uint8_t>(level - qMin);
+        }
+    }
+    return d;
+}
+
+// The IQ4 level nearest to x / d.
+uint8_t
+nearestIq4(float x, float d)
+{
+    if (d == 0) {
+        return 8; // the level nearest 0
+    }
+    float v = x / d;
+    uint8_t best = 0;
+    for (uint8_t i = 1; i < 16; ++i) {
+        if (std::fabs(kIq4Values[i] - v) < std::fabs(kIq4Values[best] - v)) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+// ggml's reference quantizers of the 32-weight formats.
+void
+quantizeSmall(WeightFormat format, const float* x, uint8_t* block)
+{
+    switch (format) {
+        case WeightFormat::eQ8_0: {
+            float amax = 0;
+            for (uint32_t j = 0; j < 32; ++j) {
+                amax = std::max(amax, std::fabs(x[j]));
+            }
+            float d = amax / 127.0f;
+            float inverse = d != 0 ? 1.0f / d : 0.0f;
+            writeHalf(block, d);
+            for (uint32_t j = 0; j < 32; ++j) {
+                block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[j] * inverse)));
+            }
+            return;
+        }
+        case WeightFormat::eQ4_0:
+        case WeightFormat::eQ5_0: {
+            bool five = format == WeightFormat::eQ5_0;
+            float d = extreme(x, 32) / (five ? -16.0f : -8.0f);
+            float inverse = d != 0 ? 1.0f / d : 0.0f;
+            writeHalf(block, d);
+            uint8_t* qs = block + (five ? 6 : 2);
+            uint32_t qh = 0;
+            int top = five ? 31 : 15;
+            float bias = five ? 16.5f : 8.5f;
+            for (uint32_t j = 0; j < 16; ++j) {
+                int q0 = std::min(top, static_cast<int>(x[j] * inverse + bias));
+                int q1 = std::min(top, static_cast<int>(x[j + 16] * inverse + bias));
+                qs[j] = static_cast<uint8_t>((q0 & 15) | ((q1 & 15) << 4));
+                qh |= (uint32_t(q0 >> 4) << j) | (uint32_t(q1 >> 4) << (j + 16));
+            }
+            if (five) {
+                std::memcpy(block + 2, &qh, 4);
+            }
+            return;
+        }
+        case WeightFormat::eQ4_1:
+        case WeightFormat::eQ5_1: {
+            bool five = format == WeightFormat::eQ5_1;
+            float lo = x[0], hi = x[0];
+            for (uint32_t j = 1; j < 32; ++j) {
+                lo = std::min(lo, x[j]);
+                hi = std::max(hi, x[j]);
+            }
+            int top = five ? 31 : 15;
+            float d = (hi - lo) / static_cast<float>(top);
+            float inverse = d != 0 ? 1.0f / d : 0.0f;
+            writeHalf(block, d);
+            writeHalf(block + 2, lo);
+            uint8_t* qs = block + (five ? 8 : 4);
+            uint32_t qh = 0;
+            for (uint32_t j = 0; j < 16; ++j) {
+                int q0 = std::min(top, static_cast<int>((x[j] - lo) * inverse + 0.5f));
+                int q1 = std::min(top, static_cast<int>((x[j + 16] - lo) * inverse + 0.5f));
+                qs[j] = static_cast<uint8_t>((q0 & 15) | ((q1 & 15) << 4));
+                qh |= (uint32_t(q0 >> 4) << j) | (uint32_t(q1 >> 4) << (j + 16));
+            }
+            if (five) {
+                std::memcpy(block + 4, &qh, 4);
+            }
+            return;
+        }
+        case WeightFormat::eIQ4_NL: {
+            float d = asHalf(extreme(x, 32) / static_cast<float>(kIq4Values[0]));
+            writeHalf(block, d);
+            for (uint32_t j = 0; j < 16; ++j) {
+                block[2 + j] = static_cast<uint8_t>(nearestIq4(x[j], d) | (nearestIq4(x[j + 16], d) << 4));
+            }
+            return;
+        }
+        default: return;
+    }
+}
+
+// Our quantizers of the 256-weight formats (see Quantization.hpp).
+void
+quantizeSuper(WeightFormat format, const float* x, uint8_t* block)
+{
+    uint8_t q[256];
+    switch (format) {
+        case WeightFormat::eQ2_K: {
+            uint32_t sc[16], m[16];
+            float d, dmin;
+            quantizeAsymmetric(x, 16, 3, 15, q, sc, m, d, dmin);
+            for (uint32_t i = 0; i < 16; ++i) {
+                block[i] = static_cast<uint8_t>(sc[i] | (m[i] << 4));
+            }
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, j = (e >> 5) & 3u, l = e & 31u;
+                block[16 + 32 * n + l] |= static_cast<uint8_t>(q[e] << (2 * j));
+            }
+            writeHalf(block + 80, d);
+            writeHalf(block + 82, dmin);
+            return;
+        }
+        case WeightFormat::eQ3_K: {
+            int sc[16];
+            float d = quantizeSymmetric(x, 16, -4, 3, -32, 31, q, sc);
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, j = (e >> 5) & 3u, l = e & 31u;
+                block[32 + 32 * n + l] |= static_cast<uint8_t>((q[e] & 3u) << (2 * j));
+                block[l] |= static_cast<uint8_t>((q[e] >> 2) << (n * 4 + j));
+            }
+            uint8_t* scales = block + 96;
+            for (uint32_t i = 0; i < 16; ++i) {
+                uint32_t u = static_cast<uint32_t>(sc[i] + 32);
+                scales[i < 8 ? i : i - 8] |= static_cast<uint8_t>((u & 15u) << (i < 8 ? 0 : 4));
+                scales[8 + i % 4] |= static_cast<uint8_t>((u >> 4) << (2 * (i / 4)));
+            }
+            writeHalf(block + 108, d);
+            return;
+        }
+        case WeightFormat::eQ4_K:
+        case WeightFormat::eQ5_K: {
+            bool five = format == WeightFormat::eQ5_K;
+            uint32_t sc[8], m[8];
+            float d, dmin;
+            quantizeAsymmetric(x, 32, five ? 31 : 15, 63, q, sc, m, d, dmin);
+            writeHalf(block, d);
+            writeHalf(block + 2, dmin);
+            packScaleMinK4(sc, m, block + 4);
+            uint8_t* qs = block + (five ? 48 : 16);
+            for (uint32_t s = 0; s < 8; ++s) {
+                for (uint32_t l = 0; l < 32; ++l) {
+                    uint8_t v = q[s * 32 + l];
+                    qs[(s >> 1) * 32 + l] |= static_cast<uint8_t>((v & 15u) << ((s & 1u) * 4));
+                    if (five) {
+                        block[16 + l] |= static_cast<uint8_t>((v >> 4) << s);
+                    }
+                }
+            }
+            return;
+        }
+        case WeightFormat::eQ6_K: {
+            int sc[16];
+            float d = quantizeSymmetric(x, 16, -32, 31, -128, 127, q, sc);
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, g = (e >> 5) & 3u, l = e & 31u;
+                block[64 * n + (g & 1u) * 32 + l] |= static_cast<uint8_t>((q[e] & 15u) << ((g >> 1) * 4));
+                block[128 + 32 * n + l] |= static_cast<uint8_t>((q[e] >> 4) << (2 * g));
+            }
+            for (uint32_t i = 0; i < 16; ++i) {
+                block[192 + i] = static_cast<uint8_t>(static_cast<int8_t>(sc[i]));
+            }
+            writeHalf(block + 208, d);
+            return;
+        }
+        case WeightFormat::eIQ4_XS: {
+            float scales[8];
+            for (uint32_t s = 0; s < 8; ++s) {
+                scales[s] = extreme(x + 32 * s, 32) / static_cast<float>(kIq4Values[0]);
+            }
+            float d = asHalf(extreme(scales, 8) / -32.0f);
+            writeHalf(block, d);
+            uint32_t scalesHigh = 0;
+            for (uint32_t s = 0; s < 8; ++s) {
+                int ls = d != 0 ? clampRound(scales[s] / d, -32, 31) : 0;
+                uint32_t u = static_cast<uint32_t>(ls + 32);
+                block[4 + s / 2] |= static_cast<uint8_t>((u & 15u) << (4 * (s % 2)));
+                scalesHigh |= (u >> 4) << (2 * s);
+                float dl = d * static_cast<float>(ls);
+                for (uint32_t j = 0; j < 16; ++j) {
+                    block[8 + 16 * s + j] = static_cast<uint8_t>(nearestIq4(x[32 * s + j], dl) |
+                                                                 (nearestIq4(x[32 * s + j + 16], dl) << 4));
+                }
+            }
+            uint16_t high = static_cast<uint16_t>(scalesHigh);
+            std::memcpy(block + 2, &high, 2);
+            return;
+        }
+        default: return;
+    }
+}
+
+void
+dequantizeBlock(WeightFormat format, const uint8_t* b, float* y)
+{
+    switch (format) {
+        case WeightFormat::eQ8_0: {
+            float d = readHalf(b);
+            for (uint32_t j = 0; j < 32; ++j) {
+                y[j] = d * static_cast<float>(static_cast<int8_t>(b[2 + j]));
+            }
+            return;
+        }
+        case WeightFormat::eQ4_0:
+        case WeightFormat::eIQ4_NL: {
+            float d = readHalf(b);
+            for (uint32_t j = 0; j < 32; ++j) {
+                uint32_t q = (b[2 + j % 16] >> (j < 16 ? 0 : 4)) & 15u;
+                float level = format == WeightFormat::eQ4_0 ? static_cast<float>(int(q) - 8)
+                                                             : static_cast<float>(kIq4Values[q]);
+                y[j] = d * level;
+            }
+            return;
+        }
+        case WeightFormat::eQ4_1: {
+            float d = readHalf(b), m = readHalf(b + 2);
+            for (uint32_t j = 0; j < 32; ++j) {
+                uint32_t q = (b[4 + j % 16] >> (j < 16 ? 0 : 4)) & 15u;
+                float scaled = d * static_cast<float>(q);
+                y[j] = scaled + m;
+            }
+            return;
+        }
+        case WeightFormat::eQ5_0:
+        case WeightFormat::eQ5_1: {
+            bool one = format == WeightFormat::eQ5_1;
+            float d = readHalf(b), m = one ? readHalf(b + 2) : 0.0f;
+            uint32_t qh;
+            std::memcpy(&qh, b + (one ? 4 : 2), 4);
+            const uint8_t* qs = b + (one ? 8 : 6);
+            for (uint32_t j = 0; j < 32; ++j) {
+                uint32_t q = ((qs[j % 16] >> (j < 16 ? 0 : 4)) & 15u) | (((qh >> j) & 1u) << 4);
+                if (one) {
+                    float scaled = d * static_cast<float>(q);
+                    y[j] = scaled + m;
+                } else {
+                    y[j] = d * static_cast<float>(int(q) - 16);
+                }
+            }
+            return;
+        }
+        case WeightFormat::eQ2_K: {
+            float d = readHalf(b + 80), dmin = readHalf(b + 82);
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, j = (e >> 5) & 3u, l = e & 31u;
+                uint8_t sc = b[e >> 4];
+                float dl = d * static_cast<float>(sc & 15u);
+                float ml = dmin * static_cast<float>(sc >> 4);
+                float q = static_cast<float>((b[16 + 32 * n + l] >> (2 * j)) & 3u);
+                float scaled = dl * q;
+                y[e] = scaled - ml;
+            }
+            return;
+        }
+        case WeightFormat::eQ3_K: {
+            float d = readHalf(b + 108);
+            const uint8_t* scales = b + 96;
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, j = (e >> 5) & 3u, l = e & 31u, i = e >> 4;
+                uint32_t low = (i < 8 ? scales[i] : scales[i - 8] >> 4) & 15u;
+                uint32_t high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3u;
+                float dl = d * static_cast<float>(int(low | (high << 4)) - 32);
+                int q = int((b[32 + 32 * n + l] >> (2 * j)) & 3u) - (((b[l] >> (n * 4 + j)) & 1u) ? 0 : 4);
+                y[e] = dl * static_cast<float>(q);
+            }
+            return;
+        }
+        case WeightFormat::eQ4_K:
+        case WeightFormat::eQ5_K: {
+            bool five = format == WeightFormat::eQ5_K;
+            float d = readHalf(b), dmin = readHalf(b + 2);
+            const uint8_t* qs = b + (five ? 48 : 16);
+            for (uint32_t s = 0; s < 8; ++s) {
+                uint32_t sc, m;
+                scaleMinK4(s, b + 4, sc, m);
+                float dl = d * static_cast<float>(sc);
+                float ml = dmin * static_cast<float>(m);
+                for (uint32_t l = 0; l < 32; ++l) {
+                    uint32_t q = (qs[(s >> 1) * 32 + l] >> ((s & 1u) * 4)) & 15u;
+                    if (five) {
+                        q |= ((b[16 + l] >> s) & 1u) << 4;
+                    }
+                    float scaled = dl * static_cast<float>(q);
+                    y[s * 32 + l] = scaled - ml;
+                }
+            }
+            return;
+        }
+        case WeightFormat::eQ6_K: {
+            float d = readHalf(b + 208);
+            for (uint32_t e = 0; e < 256; ++e) {
+                uint32_t n = e >> 7, g = (e >> 5) & 3u, l = e & 31u;
+                uint32_t low = (b[64 * n + (g & 1u) * 32 + l] >> ((g >> 1) * 4)) & 15u;
+                uint32_t high = (b[128 + 32 * n + l] >> (2 * g)) & 3u;
+                float dl = d * static_cast<float>(static_cast<int8_t>(b[192 + (e >> 4)]));
+                y[e] = dl * static_cast<float>(int(low | (high << 4)) - 32);
+            }
+            return;
+        }
+        case WeightFormat::eIQ4_XS: {
+            float d = readHalf(b);
+            uint16_t scalesHigh;
+            std::memcpy(&scalesHigh, b + 2, 2);
+            for (uint32_t s = 0; s < 8; ++s) {
+                uint32_t ls = ((b[4 + s / 2] >> (4 * (s % 2))) & 15u) | (((scalesHigh >> (2 * s)) & 3u) << 4);
+                float dl = d * static_cast<float>(int(ls) - 32);
+                for (uint32_t j = 0; j < 32; ++j) {
+                    uint32_t q = (b[8 + 16 * s + j % 16] >> (j < 16 ? 0 : 4)) & 15u;
+                    y[32 * s + j] = dl * static_cast<float>(kIq4Values[q]);
+                }
+            }
+            return;
+        }
+        case WeightFormat::eNone: return;
+    }
 }
 
 } // namespace
@@ -44,48 +503,25 @@ readScale(const uint8_t* block)
 std::vector<uint8_t>
 quantize(WeightFormat format, const float* values, size_t count)
 {
-    if (format == WeightFormat::eNone) {
-        throw Error("kp::quantize needs a block format (eQ8_0 or eQ4_0), not eNone");
+    uint32_t weights = blockWeights(format);
+    if (weights == 0) {
+        throw Error("kp::quantize needs a block format (eQ8_0, eQ4_K, ...), not eNone");
     }
-    if (count % kWeightsPerBlock != 0) {
-        throw Error(logger::format("kp::quantize: {} values are not whole blocks of {} weights",
+    if (count % weights != 0) {
+        throw Error(logger::format("kp::quantize: {} values are not whole blocks of {} weights ({})",
                                    count,
-                                   kWeightsPerBlock));
+                                   weights,
+                                   toString(format)));
     }
-    size_t blocks = count / kWeightsPerBlock;
-    std::vector<uint8_t> out(blocks * blockBytes(format));
+    size_t blocks = count / weights;
+    std::vector<uint8_t> out(blocks * blockBytes(format), 0);
     for (size_t b = 0; b < blocks; ++b) {
-        const float* x = values + b * kWeightsPerBlock;
+        const float* x = values + b * weights;
         uint8_t* block = out.data() + b * blockBytes(format);
-        if (format == WeightFormat::eQ8_0) {
-            float amax = 0;
-            for (uint32_t j = 0; j < kWeightsPerBlock; ++j) {
-                amax = std::max(amax, std::fabs(x[j]));
-            }
-            float d = amax / 127.0f;
-            float inverse = d != 0 ? 1.0f / d : 0.0f;
-            writeScale(block, d);
-            for (uint32_t j = 0; j < kWeightsPerBlock; ++j) {
-                block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(x[j] * inverse)));
-            }
+        if (weights == 256) {
+            quantizeSuper(format, x, block);
         } else {
-            float amax = 0;
-            float extreme = 0;
-            for (uint32_t j = 0; j < kWeightsPerBlock; ++j) {
-                if (std::fabs(x[j]) > amax) {
-                    amax = std::fabs(x[j]);
-                    extreme = x[j];
-                }
-            }
-            float d = extreme / -8.0f;
-            float inverse = d != 0 ? 1.0f / d : 0.0f;
-            writeScale(block, d);
-            for (uint32_t j = 0; j < kWeightsPerBlock / 2; ++j) {
-                auto nibble = [&](float v) {
-                    return static_cast<uint8_t>(std::min(15, static_cast<int>(v * inverse + 8.5f)));
-                };
-                block[2 + j] = static_cast<uint8_t>(nibble(x[j]) | (nibble(x[j + 16]) << 4));
-            }
+            quantizeSmall(format, x, block);
         }
     }
     return out;
@@ -94,23 +530,13 @@ quantize(WeightFormat format, const float* values, size_t count)
 std::vector<float>
 dequantize(WeightFormat format, const uint8_t* data, size_t blocks)
 {
-    if (format == WeightFormat::eNone) {
-        throw Error("kp::dequantize needs a block format (eQ8_0 or eQ4_0), not eNone");
+    uint32_t weights = blockWeights(format);
+    if (weights == 0) {
+        throw Error("kp::dequantize needs a block format (eQ8_0, eQ4_K, ...), not eNone");
     }
-    std::vector<float> out(blocks * kWeightsPerBlock);
+    std::vector<float> out(blocks * weights);
     for (size_t b = 0; b < blocks; ++b) {
-        const uint8_t* block = data + b * blockBytes(format);
-        float d = readScale(block);
-        float* y = out.data() + b * kWeightsPerBlock;
-        for (uint32_t j = 0; j < kWeightsPerBlock; ++j) {
-            if (format == WeightFormat::eQ8_0) {
-                y[j] = d * static_cast<float>(static_cast<int8_t>(block[2 + j]));
-            } else {
-                uint8_t byte = block[2 + j % 16];
-                int q = j < 16 ? (byte & 15) : (byte >> 4);
-                y[j] = d * static_cast<float>(q - 8);
-            }
-        }
+        dequantizeBlock(format, data + b * blockBytes(format), out.data() + b * weights);
     }
     return out;
 }

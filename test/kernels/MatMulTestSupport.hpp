@@ -38,7 +38,35 @@ enum class Elem
     BF16,
     Q8_0,
     Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q2_K,
+    Q3_K,
+    Q4_K,
+    Q5_K,
+    Q6_K,
+    IQ4_NL,
+    IQ4_XS,
 };
+
+/** The block formats beyond Q8_0 and Q4_0, in kp::WeightFormat's order. */
+inline const std::vector<Elem> kBlockFormats = { Elem::Q4_1, Elem::Q5_0, Elem::Q5_1,  Elem::Q2_K,
+                                                 Elem::Q3_K, Elem::Q4_K, Elem::Q5_K,  Elem::Q6_K,
+                                                 Elem::IQ4_NL, Elem::IQ4_XS };
+
+inline bool
+isQuant(Elem e)
+{
+    return e >= Elem::Q8_0;
+}
+
+inline kp::WeightFormat
+weightFormat(Elem e)
+{
+    return isQuant(e) ? static_cast<kp::WeightFormat>(static_cast<int>(e) - static_cast<int>(Elem::Q8_0) + 1)
+                      : kp::WeightFormat::eNone;
+}
 
 inline const char*
 elemName(Elem e)
@@ -47,22 +75,49 @@ elemName(Elem e)
         case Elem::F32: return "f32";
         case Elem::F16: return "f16";
         case Elem::BF16: return "bf16";
-        case Elem::Q8_0: return "q8_0";
-        case Elem::Q4_0: return "q4_0";
+        default: return kp::toString(weightFormat(e));
     }
-    return "?";
 }
 
-inline bool
-isQuant(Elem e)
+/** Weights per block of a quantized type (1 for the float types). */
+inline uint32_t
+blockOf(Elem e)
 {
-    return e == Elem::Q8_0 || e == Elem::Q4_0;
+    return isQuant(e) ? kp::blockWeights(weightFormat(e)) : 1;
 }
 
-inline kp::WeightFormat
-weightFormat(Elem e)
+/** `blocks` blocks of `format` of random bytes, with finite f16 scales (in
+ * +-2^-3, so that products stay well inside f32 and f16 ranges) where the
+ * format keeps its d, m, dmin. */
+inline std::vector<uint8_t>
+randomBlocks(kp::WeightFormat format, size_t blocks, uint32_t seed)
 {
-    return e == Elem::Q8_0 ? kp::WeightFormat::eQ8_0 : e == Elem::Q4_0 ? kp::WeightFormat::eQ4_0 : kp::WeightFormat::eNone;
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(-0.125f, 0.125f);
+    std::vector<uint32_t> halves; // byte offsets of the f16 fields
+    switch (format) {
+        case kp::WeightFormat::eQ4_1:
+        case kp::WeightFormat::eQ5_1:
+        case kp::WeightFormat::eQ4_K:
+        case kp::WeightFormat::eQ5_K: halves = { 0, 2 }; break;
+        case kp::WeightFormat::eQ2_K: halves = { 80, 82 }; break;
+        case kp::WeightFormat::eQ3_K: halves = { 108 }; break;
+        case kp::WeightFormat::eQ6_K: halves = { 208 }; break;
+        default: halves = { 0 }; break;
+    }
+    uint32_t size = kp::blockBytes(format);
+    std::vector<uint8_t> bytes(blocks * size);
+    for (auto& b : bytes) {
+        b = static_cast<uint8_t>(byte(rng));
+    }
+    for (size_t i = 0; i < blocks; ++i) {
+        for (uint32_t at : halves) {
+            uint16_t bits = kp::float16_t::fromFloat(scale(rng));
+            std::memcpy(bytes.data() + i * size + at, &bits, 2);
+        }
+    }
+    return bytes;
 }
 
 inline DataTypes
@@ -78,7 +133,7 @@ makeOperand(kp::Manager& mgr, Elem type, const std::vector<float>& values, std::
 {
     if (isQuant(type)) {
         auto bytes = kp::quantize(weightFormat(type), values.data(), values.size());
-        stored = kp::dequantize(weightFormat(type), bytes.data(), values.size() / 32);
+        stored = kp::dequantize(weightFormat(type), bytes.data(), values.size() / blockOf(type));
         return mgr.tensor(bytes.data(), static_cast<uint32_t>(bytes.size()), 1, DataTypes::eUnsignedChar);
     }
     stored = roundTo(dataTypeOf(type), values);
@@ -91,6 +146,9 @@ struct GemmCase
     kp::MatMulParams p;
     Elem a = Elem::F32, b = Elem::F32, c = Elem::F32;
     uint32_t seed = 1;
+    /** A quantized B of random bytes (randomBlocks) rather than quantized
+     * random values. */
+    bool rawBlocks = false;
     std::string label() const
     {
         return kp::logger::format("{}x{}x{} batch {} A {}{} B {}{} C {} alpha {} beta {} lda {} ldb {} ldc {} "
@@ -128,7 +186,7 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc)
     uint64_t nA = operandElements(aRows, aCols, lda, sA, p.offsetA, p.batch) + 3;
     uint64_t nB = operandElements(bRows, bCols, ldb, sB, p.offsetB, p.batch);
     if (isQuant(gc.b)) {
-        nB = (nB + 31) / 32 * 32;
+        nB = (nB + blockOf(gc.b) - 1) / blockOf(gc.b) * blockOf(gc.b);
     } else {
         nB += 5;
     }
@@ -136,7 +194,14 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc)
 
     std::vector<float> aStored, bStored, cStored;
     auto a = makeOperand(mgr, gc.a, randomValues(nA, gc.seed), aStored);
-    auto b = makeOperand(mgr, gc.b, randomValues(nB, gc.seed + 1), bStored);
+    std::shared_ptr<kp::Tensor> b;
+    if (gc.rawBlocks && isQuant(gc.b)) {
+        auto bytes = randomBlocks(weightFormat(gc.b), nB / blockOf(gc.b), gc.seed + 1);
+        bStored = kp::dequantize(weightFormat(gc.b), bytes.data(), nB / blockOf(gc.b));
+        b = mgr.tensor(bytes.data(), static_cast<uint32_t>(bytes.size()), 1, DataTypes::eUnsignedChar);
+    } else {
+        b = makeOperand(mgr, gc.b, randomValues(nB, gc.seed + 1), bStored);
+    }
     // beta = 0 must not read C: start it as NaN there.
     std::vector<float> c0 = p.beta != 0 ? randomValues(nC, gc.seed + 2) : std::vector<float>(nC, NAN);
     auto c = makeOperand(mgr, gc.c, c0, cStored);

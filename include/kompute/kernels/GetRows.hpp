@@ -13,14 +13,14 @@
 namespace kp {
 
 /** out[i][c] = table[ids[i]][c] for i < rows, c < cols. Strides and offsets
- * count elements (weights for a quantized table, multiples of 32); 0 means
- * packed (cols). */
+ * count elements (weights for a quantized table, multiples of the format's
+ * blockWeights); 0 means packed (cols). */
 struct GetRowsParams
 {
     uint32_t rows = 0; ///< ids looked up (rows of out)
     uint32_t cols = 0; ///< values per row
-    /** eNone: the table holds elements of its data type; eQ8_0/eQ4_0: GGUF
-     * blocks. */
+    /** eNone: the table holds elements of its data type; a block format
+     * (eQ8_0, eQ4_K, ...): GGUF blocks, rows of whole blocks. */
     WeightFormat formatTable = WeightFormat::eNone;
     uint32_t tableStride = 0; ///< elements (weights) between rows of the table; 0: cols
     uint32_t outStride = 0; ///< elements between rows of out; 0: cols

@@ -21,6 +21,16 @@ enum class WeightFormat
     eNone = 0,
     eQ8_0 = 1, ///< 32 weights per 34-byte block: f16 scale d, int8 q[32]; w = q * d
     eQ4_0 = 2, ///< 32 weights per 18-byte block: f16 scale d, uint8 q[16]; w = (nibble - 8) * d
+    eQ4_1 = 3, ///< 32 weights per 20-byte block: f16 d, f16 m, uint8 q[16]; w = nibble * d + m
+    eQ5_0 = 4, ///< 32 weights per 22-byte block: f16 d, uint32 qh, uint8 q[16]; w = (q5 - 16) * d
+    eQ5_1 = 5, ///< 32 weights per 24-byte block: f16 d, f16 m, uint32 qh, uint8 q[16]; w = q5 * d + m
+    eQ2_K = 6, ///< 256 weights per 84-byte super-block: 16 sub-blocks of 16, 2-bit q, 4-bit scales and mins
+    eQ3_K = 7, ///< 256 weights per 110-byte super-block: 16 sub-blocks of 16, 3-bit q, 6-bit scales
+    eQ4_K = 8, ///< 256 weights per 144-byte super-block: 8 sub-blocks of 32, 4-bit q, 6-bit scales and mins
+    eQ5_K = 9, ///< 256 weights per 176-byte super-block: 8 sub-blocks of 32, 5-bit q, 6-bit scales and mins
+    eQ6_K = 10, ///< 256 weights per 210-byte super-block: 16 sub-blocks of 16, 6-bit q, int8 scales
+    eIQ4_NL = 11, ///< 32 weights per 18-byte block: f16 d, uint8 q[16]; w = d * kvalues[nibble] (non-linear)
+    eIQ4_XS = 12, ///< 256 weights per 136-byte super-block: 8 sub-blocks of 32, 6-bit scales, IQ4_NL values
 };
 
 /**

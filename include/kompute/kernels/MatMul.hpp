@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // kp::OpMatMul: C = alpha * op(A) * op(B) + beta * C, batched, with f32
-// accumulation; B may hold GGUF Q8_0/Q4_0 blocks (dequantized on load).
+// accumulation; B may hold GGUF blocks (kp::WeightFormat, dequantized on load).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@ namespace kp {
  * op(B)[k][n] + beta * C, over row-major matrices inside 1-D tensors.
  * op(X) is X, or X transposed when transX is set (then X is stored [k][m]
  * for A, [n][k] for B). Leading dimensions, strides and offsets count
- * elements (for a quantized B: weights, multiples of 32); 0 means packed:
+ * elements (for a quantized B: weights, multiples of the format's block,
+ * blockWeights: 32, or 256 for the K-quants and IQ4_XS); 0 means packed:
  * lda = transA ? m : k, ldb = transB ? k : n, ldc = n, and a batch stride of
  * one whole matrix.
  */
@@ -52,8 +53,9 @@ struct MatMulParams
     ///@{
     uint64_t offsetA = 0, offsetB = 0, offsetC = 0;
     ///@}
-    /** eNone: B holds elements of its data type; eQ8_0/eQ4_0: B is an
-     * eUnsignedChar tensor of GGUF blocks stored [n][k] (transB = true). */
+    /** eNone: B holds elements of its data type; a block format (eQ8_0,
+     * eQ4_K, ...): B is an eUnsignedChar tensor of GGUF blocks stored
+     * [n][k] (transB = true), k a multiple of blockWeights(formatB). */
     WeightFormat formatB = WeightFormat::eNone;
 };
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -33,10 +34,14 @@ usage: kompute-llm (--model FILE.gguf | --random SHAPE:TYPE) [options]
 
 model
   -m, --model FILE        a GGUF file (v2/v3; architecture llama; weights F32, F16,
-                          BF16, Q8_0, Q4_0)
+                          BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL,
+                          IQ4_XS, in any per-tensor mix)
   --random SHAPE:TYPE     random weights of a shape, built in memory (no file):
                           SHAPE tiny, llama-1b, llama-7b, llama-8b; TYPE f32, f16,
-                          bf16, q8_0, q4_0 (e.g. llama-8b:q4_0)
+                          bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,
+                          q5_k, q6_k, iq4_nl, iq4_xs, TYPE/OUTPUT_TYPE (q4_0/q6_k),
+                          or a llama-quantize mix q4_k_m, q5_k_m, q4_k_s, q5_k_s
+                          (e.g. llama-8b:q4_0, llama-8b:q4_k_m)
   --save FILE.gguf        with --random: write that model (and a byte-level
                           tokenizer) to a GGUF file and exit; needs no GPU
   --device N              Vulkan device index (default 0)
@@ -658,7 +663,7 @@ main(int argc, char** argv)
                 usageError("--random takes SHAPE:TYPE, e.g. llama-8b:f16 or tiny:f32");
             }
             llm::writeRandomModel(o.save, llm::ModelConfig::named(o.random.substr(0, colon)),
-                                  llm::parseWeightType(o.random.substr(colon + 1)));
+                                  llm::WeightMix::parse(o.random.substr(colon + 1)));
             std::fprintf(stderr, "wrote %s (%s)\n", o.save.c_str(), o.random.c_str());
             return 0;
         }
@@ -669,6 +674,7 @@ main(int argc, char** argv)
         std::optional<llm::GgufFile> file;
         std::optional<llm::Tokenizer> tokenizer;
         std::string modelName;
+        std::optional<llm::WeightMix> mix;
         if (!o.model.empty()) {
             file.emplace(llm::GgufFile::open(o.model));
             llm::ModelConfig config = llm::ModelConfig::fromGguf(*file);
@@ -684,8 +690,8 @@ main(int argc, char** argv)
                 usageError("--random takes SHAPE:TYPE, e.g. llama-8b:f16 or tiny:f32");
             }
             llm::ModelConfig config = llm::ModelConfig::named(o.random.substr(0, colon));
-            llm::TensorType type = llm::parseWeightType(o.random.substr(colon + 1));
-            model = llm::Model::random(manager, config, type, 1, progressBar());
+            mix = llm::WeightMix::parse(o.random.substr(colon + 1));
+            model = llm::Model::random(manager, config, *mix, 1, progressBar());
             modelName = o.random;
         }
         const llm::ModelConfig& c = model->config();

@@ -1,7 +1,7 @@
 #version 450
 // Embedding lookup: out[i][c] = table[ids[i]][c] as f32, for tables in f32,
-// f16, bf16 or the GGUF blocks Q8_0/Q4_0 (dequantized with the matrix
-// kernels' loads). One thread per output element; ids past the table's rows
+// f16, bf16 or GGUF blocks of any format the kernels read (dequantized with
+// the matrix kernels' loads). One thread per output element; ids past the table's rows
 // are a caller error that the host cannot see (they are read on the device),
 // so they produce NaN rather than reading outside the table.
 #extension GL_GOOGLE_include_directive : require
@@ -27,6 +27,9 @@ OPERAND_VIEWS(0, T)
 layout(set = 0, binding = 1) readonly buffer Ids { uint ids[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { float outValues[]; };
 FLOAT_OPERAND_LOADS(T)
+#define QUANT_VIEW T16
+#define QUANT_VIEW32 T32
+#include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(T)
 
 void main()
@@ -40,7 +43,7 @@ void main()
     float value = uintBitsToFloat(0x7FC00000u); // NaN for an id past the table
     if (id < p.tableRows) {
         uint e = p.tableOffset + id * p.tableStride + col;
-        value = TABLE_TYPE == TYPE_Q8_0 || TABLE_TYPE == TYPE_Q4_0 ? TLoadQ(TABLE_TYPE, e)
+        value = IS_QUANT_TYPE(TABLE_TYPE) ? TLoadQ(TABLE_TYPE, e)
                                                                      : TLoad(TABLE_TYPE, e);
     }
     outValues[p.outOffset + row * p.outStride + col] = value;

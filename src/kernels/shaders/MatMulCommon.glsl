@@ -1,6 +1,7 @@
 // Shared by the matrix kernels (MatMulTiled, MatMulCoopmat, MatVec, GetRows):
 // operand element types, raw views of a binding, and element loads that
-// convert f32/f16/bf16 and dequantize the GGUF blocks Q8_0 and Q4_0.
+// convert f32/f16/bf16 and dequantize the GGUF blocks (Q8_0 and Q4_0 here,
+// the other formats in QuantBlocks.glsl).
 //
 // Operands are bound as raw words (uint16/uint/uvec2/uvec4 views of one
 // binding) rather than typed arrays, so that one module serves every element
@@ -17,6 +18,18 @@ const uint TYPE_F16 = 1u;
 const uint TYPE_BF16 = 2u;
 const uint TYPE_Q8_0 = 3u; // {f16 d; int8 qs[32]}: 34 bytes per 32 weights
 const uint TYPE_Q4_0 = 4u; // {f16 d; uint8 qs[16]}: 18 bytes per 32 weights
+// QuantBlocks.glsl decodes these (layouts: kompute/kernels/Quantization.hpp).
+const uint TYPE_Q4_1 = 5u;   // 20 bytes per 32 weights
+const uint TYPE_Q5_0 = 6u;   // 22 bytes per 32 weights
+const uint TYPE_Q5_1 = 7u;   // 24 bytes per 32 weights
+const uint TYPE_Q2_K = 8u;   // 84 bytes per 256 weights
+const uint TYPE_Q3_K = 9u;   // 110 bytes per 256 weights
+const uint TYPE_Q4_K = 10u;  // 144 bytes per 256 weights
+const uint TYPE_Q5_K = 11u;  // 176 bytes per 256 weights
+const uint TYPE_Q6_K = 12u;  // 210 bytes per 256 weights
+const uint TYPE_IQ4_NL = 13u; // 18 bytes per 32 weights
+const uint TYPE_IQ4_XS = 14u; // 136 bytes per 256 weights
+#define IS_QUANT_TYPE(t) ((t) >= TYPE_Q8_0)
 
 // Block sizes in 16-bit words.
 const uint Q8_0_BLOCK_U16 = 17u;
@@ -86,13 +99,18 @@ uint floatToBf16Bits(float value)
         }                                                                              \
     }
 
-// Loads of a quantized operand NAME (Q8_0 or Q4_0) at weight index w (the
-// tensor's bytes are GGUF blocks; weight w is weight w % 32 of block w / 32):
+// Loads of a quantized operand NAME at weight index w (the tensor's bytes
+// are GGUF blocks; weight w is weight w % 32 of block w / 32, or w % 256 of
+// super-block w / 256). Q8_0 and Q4_0 are decoded here, the other formats by
+// QuantBlocks.glsl, which must be included first with QUANT_VIEW = NAME##16:
 //   NAME##LoadQ(type, w)             one weight
 //   NAME##LoadQ8(type, w, lo, hi)    8 weights, w % 8 == 0
 #define QUANT_OPERAND_LOADS(NAME)                                                      \
     float NAME##LoadQ(uint type, uint w)                                               \
     {                                                                                  \
+        if (type > TYPE_Q4_0) {                                                        \
+            return quantBlockLoad(type, w);                                            \
+        }                                                                              \
         uint block = w >> 5;                                                           \
         uint j = w & 31u;                                                              \
         if (type == TYPE_Q8_0) {                                                       \
@@ -110,6 +128,10 @@ uint floatToBf16Bits(float value)
     }                                                                                  \
     void NAME##LoadQ8(uint type, uint w, out vec4 lo, out vec4 hi)                     \
     {                                                                                  \
+        if (type > TYPE_Q4_0) {                                                        \
+            quantBlockLoad8(type, w, lo, hi);                                          \
+            return;                                                                    \
+        }                                                                              \
         uint block = w >> 5;                                                           \
         uint j = w & 31u;                                                              \
         if (type == TYPE_Q8_0) {                                                       \

@@ -9,8 +9,8 @@
 //
 // Each workgroup computes a BM x BN tile of C; each subgroup a WM x WN part
 // of it. Operands are staged BK deep in shared memory as 16-bit values
-// (f16, or bf16 bits when STAGE_BF16): f32 inputs are rounded, Q8_0/Q4_0
-// blocks dequantized on the way. The next tiles are loaded into registers
+// (f16, or bf16 bits when STAGE_BF16): f32 inputs are rounded, GGUF
+// blocks (any format) dequantized on the way. The next tiles are loaded into registers
 // while the current ones are multiplied (and, DOUBLE_BUFFER, stored into
 // the other half of shared memory).
 //
@@ -54,7 +54,7 @@ const uint WARPS = (BM / WM) * WARPS_N;
 #if !defined(FM) || !defined(FN)
 #error "compile with FM and FN: the fragments per subgroup"
 #endif
-const bool B_QUANT = B_TYPE == TYPE_Q8_0 || B_TYPE == TYPE_Q4_0;
+const bool B_QUANT = IS_QUANT_TYPE(B_TYPE);
 const uint STAGE_TYPE = STAGE_BF16 != 0 ? TYPE_BF16 : TYPE_F16;
 
 // Shared tiles in rows of 8-half chunks plus one chunk of padding (so that
@@ -102,6 +102,9 @@ layout(set = 0, binding = 2) buffer CView32 { float C32[]; };
 layout(set = 0, binding = 2) buffer CView16 { float16_t C16[]; };
 FLOAT_OPERAND_LOADS(A)
 FLOAT_OPERAND_LOADS(B)
+#define QUANT_VIEW B16
+#define QUANT_VIEW32 B32
+#include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(B)
 
 uvec4 stA[A_CHUNKS];

@@ -28,7 +28,7 @@ layout(constant_id = 12) const uint VEC_B = 0;
 layout(constant_id = 13) const uint DOUBLE_BUFFER = 0;
 
 const uint WG = (BM / TM) * (BN / TN);
-const bool B_QUANT = B_TYPE == TYPE_Q8_0 || B_TYPE == TYPE_Q4_0;
+const bool B_QUANT = IS_QUANT_TYPE(B_TYPE);
 const uint A_CHUNKS = BM * BK / 4 / WG; // 4-element chunks each thread stages
 const uint B_CHUNKS = BK * BN / 4 / WG;
 
@@ -38,6 +38,9 @@ layout(set = 0, binding = 2) buffer CView32 { float C32[]; };
 layout(set = 0, binding = 2) buffer CView16 { float16_t C16[]; };
 FLOAT_OPERAND_LOADS(A)
 FLOAT_OPERAND_LOADS(B)
+#define QUANT_VIEW B16
+#define QUANT_VIEW32 B32
+#include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(B)
 
 // k-major tiles: As[kk][mm] and Bs[kk][nn], as vec4 along m and n.

@@ -2,7 +2,8 @@
 // Matrix x vector: out[r] = alpha * sum_k W(r, k) * x[k] + beta * out[r], for
 // GEMMs with one row or one column (LLM decode). Compiled twice: plain, and
 // with INT_DOT defined (Q8_0/Q4_0 weights through integer dot products, the
-// activations quantized to int8 on the fly).
+// activations quantized to int8 on the fly). The other GGUF block formats
+// (QuantBlocks.glsl) take unitRowMode in both.
 //
 // Row mode (the weights of a linear layer, W[r][k] with k contiguous): each
 // workgroup computes ROWS outputs. Its threads split k: a thread loads a unit
@@ -51,10 +52,16 @@ layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
 layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
+#define QUANT_VIEW W16
+#define QUANT_VIEW32 W32
+#include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(W)
 
 const uint WG = gl_WorkGroupSize.x;
-const bool W_QUANT = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
+const bool W_QUANT = IS_QUANT_TYPE(W_TYPE);
+// The formats with the tuned row modes below (units of 4 quantized bytes,
+// staging, integer dot products); the others go through unitRowMode.
+const bool W_UNITS = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
 // Elements of one unit: 16 bytes of float weights, or 4 quantized bytes.
 const uint UNIT = W_TYPE == TYPE_F32 ? 4 : (W_TYPE == TYPE_Q8_0 ? 4 : 8);
 
@@ -400,6 +407,223 @@ void stagedRowMode()
     reduceAndWrite(sums, row0, outBase);
 }
 
+// Row mode for the block formats beyond Q8_0/Q4_0 (QuantBlocks.glsl): a
+// thread takes a unit of 32 weights (a 32-weight block, or an eighth of a
+// 256-weight super-block; neighbouring threads read neighbouring bytes),
+// reads its bytes once with 8- or 16-byte loads (Q4_K, Q5_K: 16-byte
+// aligned blocks in 16-byte loads) and applies each sub-block's scale and
+// minimum once to the dot products of its quants with x:
+// sum(w x) = d sc sum(q x) - dmin m sum(x). The unit's 32 x values (4 runs
+// of 8) and their sums serve all ROWS rows.
+const bool W_BLOCK_UNITS = W_QUANT && !W_UNITS;
+const bool W_SUPER = W_TYPE == TYPE_Q2_K || W_TYPE == TYPE_Q3_K || W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K ||
+                     W_TYPE == TYPE_Q6_K || W_TYPE == TYPE_IQ4_XS;
+const uint UNIT_BLOCK_SHIFT = W_SUPER ? 8u : 5u; // log2 of the weights per block
+const uint BLOCK_UNITS = W_SUPER ? 8u : 1u; // units of 32 weights per block
+const uint UNIT_BLOCK_BYTES = W_TYPE == TYPE_Q2_K ? 84u : W_TYPE == TYPE_Q3_K ? 110u : W_TYPE == TYPE_Q4_K ? 144u :
+                              W_TYPE == TYPE_Q5_K ? 176u : W_TYPE == TYPE_Q6_K ? 210u : W_TYPE == TYPE_IQ4_XS ? 136u :
+                              W_TYPE == TYPE_Q4_1 ? 20u : W_TYPE == TYPE_Q5_0 ? 22u : W_TYPE == TYPE_Q5_1 ? 24u : 18u;
+
+// 8 bytes from byte `at` (even) of W, as two words; never reads past
+// at + 7 (a block's last bytes may end the binding).
+uvec2 wBytes8(uint at)
+{
+    if ((at & 2u) == 0u) {
+        return uvec2(W32[at >> 2], W32[(at >> 2) + 1u]);
+    }
+    uint h = at >> 1;
+    uint middle = W32[(at + 2u) >> 2];
+    return uvec2(uint(W16[h]) | (middle << 16), (middle >> 16) | (uint(W16[h + 3u]) << 16));
+}
+
+vec4 byteLanes(uint w) { return vec4(w & 255u, (w >> 8) & 255u, (w >> 16) & 255u, w >> 24); }
+vec4 iq4Lanes(uint w) { return iq4Levels(uvec4(w & 15u, (w >> 8) & 15u, (w >> 16) & 15u, (w >> 24) & 15u)); }
+// Bits 0..3 of `bits`, one per byte.
+uint spreadBits4(uint bits) { return (bits & 1u) | ((bits & 2u) << 7) | ((bits & 4u) << 14) | ((bits & 8u) << 21); }
+
+// Byte i of the 12 scale bytes of a Q4_K/Q5_K block (words 1..3 of its
+// first 16 bytes).
+uint kScaleByte(uvec4 head, uint i) { return (head[1u + (i >> 2)] >> ((i & 3u) * 8u)) & 255u; }
+
+// The 4 runs of 8 weights (offsets within the block) of unit `part`.
+uint unitRunStart(uint part, uint run)
+{
+    if (W_TYPE == TYPE_Q2_K || W_TYPE == TYPE_Q3_K || W_TYPE == TYPE_Q6_K) {
+        // n = part / 4, l0 = (part % 4) * 8; run j: 128 n + 32 j + l0
+        return (part >> 2) * 128u + run * 32u + (part & 3u) * 8u;
+    }
+    if (W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K) {
+        // c = part / 2, h = part % 2: low nibbles at 64 c + 16 h (+8), high at +32
+        return (part >> 1) * 64u + (run >> 1) * 32u + (part & 1u) * 16u + (run & 1u) * 8u;
+    }
+    return part * 32u + run * 8u; // IQ4_XS sub-block `part`; the 32-weight blocks
+}
+
+// sum over the unit of w * x, for the block at byte `at`.
+float unitDot(uint at, uint part, vec4 xs[8], vec4 xsum)
+{
+    if (W_TYPE == TYPE_Q2_K || W_TYPE == TYPE_Q3_K || W_TYPE == TYPE_Q6_K) {
+        uint n = part >> 2, l0 = (part & 3u) * 8u;
+        float total = 0.0;
+        if (W_TYPE == TYPE_Q6_K) {
+            uvec2 la = wBytes8(at + 64u * n + l0);
+            uvec2 lb = wBytes8(at + 64u * n + 32u + l0);
+            uvec2 qh = wBytes8(at + 128u + 32u * n + l0);
+            uvec2 scales = wBytes8(at + 192u + 8u * n);
+            float d = quantHalf(at + 208u);
+            [[unroll]] for (uint g = 0; g < 4u; ++g) {
+                uvec2 ql = (g & 1u) == 0u ? la : lb;
+                uint shift = (g >> 1) * 4u;
+                uint q0 = ((ql.x >> shift) & 0x0F0F0F0Fu) | (((qh.x >> (2u * g)) & 0x03030303u) << 4);
+                uint q1 = ((ql.y >> shift) & 0x0F0F0F0Fu) | (((qh.y >> (2u * g)) & 0x03030303u) << 4);
+                float dotQ = dot(byteLanes(q0), xs[2u * g]) + dot(byteLanes(q1), xs[2u * g + 1u]);
+                uint index = (l0 >> 4) + 2u * g;
+                float sc = float(bitfieldExtract(int(scales[index >> 2]), int((index & 3u) * 8u), 8));
+                total += d * sc * (dotQ - 32.0 * xsum[g]);
+            }
+        } else if (W_TYPE == TYPE_Q2_K) {
+            uvec2 q = wBytes8(at + 16u + 32u * n + l0);
+            uvec2 scales = wBytes8(at + 8u * n);
+            vec2 dm = unpackHalf2x16(quantWord(at + 80u));
+            [[unroll]] for (uint j = 0; j < 4u; ++j) {
+                uint q0 = (q.x >> (2u * j)) & 0x03030303u, q1 = (q.y >> (2u * j)) & 0x03030303u;
+                float dotQ = dot(byteLanes(q0), xs[2u * j]) + dot(byteLanes(q1), xs[2u * j + 1u]);
+                uint index = 2u * j + (l0 >> 4);
+                uint sc = (scales[index >> 2] >> ((index & 3u) * 8u)) & 255u;
+                total += dm.x * float(sc & 15u) * dotQ - dm.y * float(sc >> 4) * xsum[j];
+            }
+        } else { // Q3_K: q - 4 where the hmask bit is clear
+            uvec2 hm = wBytes8(at + l0);
+            uvec2 q = wBytes8(at + 32u + 32u * n + l0);
+            uvec2 scalesLow = wBytes8(at + 96u);
+            uint scalesHigh = quantWord(at + 104u);
+            float d = quantHalf(at + 108u);
+            [[unroll]] for (uint j = 0; j < 4u; ++j) {
+                uint bit = 4u * n + j;
+                uint q0 = ((q.x >> (2u * j)) & 0x03030303u) | (((hm.x >> bit) & 0x01010101u) << 2);
+                uint q1 = ((q.y >> (2u * j)) & 0x03030303u) | (((hm.y >> bit) & 0x01010101u) << 2);
+                float dotQ = dot(byteLanes(q0), xs[2u * j]) + dot(byteLanes(q1), xs[2u * j + 1u]);
+                uint i = 8u * n + 2u * j + (l0 >> 4);
+                uint low = (scalesLow[(i & 7u) >> 2] >> ((i & 3u) * 8u + (i >> 3) * 4u)) & 15u;
+                uint high = (scalesHigh >> ((i & 3u) * 8u + 2u * (i >> 2))) & 3u;
+                total += d * float(int(low | (high << 4)) - 32) * (dotQ - 4.0 * xsum[j]);
+            }
+        }
+        return total;
+    }
+    if (W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K) {
+        bool five = W_TYPE == TYPE_Q5_K;
+        uint c = part >> 1, h = part & 1u;
+        uvec4 head = W128[at >> 4];
+        vec2 dm = unpackHalf2x16(head.x);
+        uvec4 q = W128[(at + (five ? 48u : 16u) + 32u * c + 16u * h) >> 4];
+        uvec4 qh = five ? W128[(at + 16u + 16u * h) >> 4] : uvec4(0);
+        float dot0 = 0.0, dot1 = 0.0;
+        [[unroll]] for (uint j = 0; j < 4u; ++j) {
+            uint lo = (q[j] & 0x0F0F0F0Fu) | (((qh[j] >> (2u * c)) & 0x01010101u) << 4);
+            uint hi = ((q[j] >> 4) & 0x0F0F0F0Fu) | (((qh[j] >> (2u * c + 1u)) & 0x01010101u) << 4);
+            dot0 += dot(byteLanes(lo), xs[j]);
+            dot1 += dot(byteLanes(hi), xs[4u + j]);
+        }
+        // The 6-bit scales and minimums of sub-blocks 2c and 2c + 1 (ggml's
+        // get_scale_min_k4, as quantScaleMinK4).
+        float sc[2], mn[2];
+        [[unroll]] for (uint t = 0; t < 2u; ++t) {
+            uint sb = 2u * c + t;
+            if (sb < 4u) {
+                sc[t] = float(kScaleByte(head, sb) & 63u);
+                mn[t] = float(kScaleByte(head, sb + 4u) & 63u);
+            } else {
+                uint packed = kScaleByte(head, sb + 4u);
+                sc[t] = float((packed & 15u) | ((kScaleByte(head, sb - 4u) >> 6) << 4));
+                mn[t] = float((packed >> 4) | ((kScaleByte(head, sb) >> 6) << 4));
+            }
+        }
+        return dm.x * (sc[0] * dot0 + sc[1] * dot1) - dm.y * (mn[0] * (xsum.x + xsum.y) + mn[1] * (xsum.z + xsum.w));
+    }
+    // The rest hold their unit's 32 quants as 16 bytes: weights 0..7 and
+    // 8..15 in the low nibbles of bytes 0..7 and 8..15, 16..31 in the high
+    // nibbles (IQ4_XS: of its sub-block `part`).
+    uint qs = W_TYPE == TYPE_IQ4_XS ? 8u + 16u * part : W_TYPE == TYPE_Q4_1 ? 4u : W_TYPE == TYPE_Q5_0 ? 6u :
+              W_TYPE == TYPE_Q5_1 ? 8u : 2u;
+    uvec2 qa = wBytes8(at + qs), qb = wBytes8(at + qs + 8u);
+    uvec4 nibbles[2] = { uvec4(qa.x, qa.y, qb.x, qb.y) & 0x0F0F0F0Fu, (uvec4(qa.x, qa.y, qb.x, qb.y) >> 4) & 0x0F0F0F0Fu };
+    if (W_TYPE == TYPE_IQ4_XS || W_TYPE == TYPE_IQ4_NL) {
+        float dl;
+        if (W_TYPE == TYPE_IQ4_XS) {
+            uvec2 head = wBytes8(at);
+            uint ls = ((head.y >> (8u * (part >> 1) + 4u * (part & 1u))) & 15u) | (((head.x >> (16u + 2u * part)) & 3u) << 4);
+            dl = unpackHalf2x16(head.x).x * float(int(ls) - 32);
+        } else {
+            dl = quantHalf(at);
+        }
+        float total = 0.0;
+        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+            total += dot(iq4Lanes(nibbles[i >> 2][i & 3u]), xs[i]);
+        }
+        return dl * total;
+    }
+    if (W_TYPE == TYPE_Q5_0 || W_TYPE == TYPE_Q5_1) { // the 5th bit of weight j is bit j of qh
+        uint qh = quantWord(at + (W_TYPE == TYPE_Q5_0 ? 2u : 4u));
+        [[unroll]] for (uint i = 0; i < 8u; ++i) {
+            nibbles[i >> 2][i & 3u] |= spreadBits4(qh >> (4u * i)) << 4;
+        }
+    }
+    float dotQ = 0.0;
+    [[unroll]] for (uint i = 0; i < 8u; ++i) {
+        dotQ += dot(byteLanes(nibbles[i >> 2][i & 3u]), xs[i]);
+    }
+    float sumX = xsum.x + xsum.y + xsum.z + xsum.w;
+    if (W_TYPE == TYPE_Q5_0) {
+        return quantHalf(at) * (dotQ - 16.0 * sumX);
+    }
+    vec2 dm = unpackHalf2x16(quantWord(at)); // Q4_1, Q5_1: w = d q + m
+    return dm.x * dotQ + dm.y * sumX;
+}
+
+void unitRowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+
+    float sums[ROWS];
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+        sums[r] = 0.0;
+    }
+    uint units = (p.k >> UNIT_BLOCK_SHIFT) * BLOCK_UNITS;
+    for (uint u = tid; u < units; u += WG) {
+        uint block = u / BLOCK_UNITS, part = u % BLOCK_UNITS;
+        vec4 xs[8];
+        vec4 xsum; // per run of 8
+        [[unroll]] for (uint run = 0; run < 4u; ++run) {
+            uint k0 = (block << UNIT_BLOCK_SHIFT) + unitRunStart(part, run);
+            if (VEC_X != 0) {
+                xs[2u * run] = XLoad4(X_TYPE, xBase + k0);
+                xs[2u * run + 1u] = XLoad4(X_TYPE, xBase + k0 + 4u);
+            } else {
+                for (uint i = 0; i < 4; ++i) {
+                    xs[2u * run][i] = xAt(xBase, k0 + i);
+                    xs[2u * run + 1u][i] = xAt(xBase, k0 + 4u + i);
+                }
+            }
+            xsum[run] = dot(xs[2u * run] + xs[2u * run + 1u], vec4(1.0));
+        }
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            uint row = row0 + r;
+            if (row >= p.rows) {
+                break;
+            }
+            uint at = (((wBase + row * p.ldw) >> UNIT_BLOCK_SHIFT) + block) * UNIT_BLOCK_BYTES;
+            sums[r] += unitDot(at, part, xs, xsum);
+        }
+    }
+    reduceAndWrite(sums, row0, outBase);
+}
+
 void columnMode()
 {
     uint batch = gl_WorkGroupID.y;
@@ -430,6 +654,8 @@ void main()
 {
     if (COLUMN_MODE != 0) {
         columnMode();
+    } else if (W_BLOCK_UNITS) {
+        unitRowMode();
     } else if (STAGED != 0) {
         stagedRowMode();
     } else {

@@ -27,8 +27,10 @@ class FormatError : public kp::Error
 };
 
 /** Element types of GGUF tensors (ggml's type numbers). The runner computes
- * with F32, F16, BF16, Q8_0 and Q4_0; the others are known by name only, so
- * that an error can say which type a file has. */
+ * with F32, F16, BF16 and the block types Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS (isSupportedWeightType);
+ * the others are known by name only, so that an error can say which type a
+ * file has. */
 enum class TensorType : uint32_t
 {
     eF32 = 0,

@@ -9,6 +9,7 @@
 
 #include "kompute/llm/Gguf.hpp"
 #include "kompute/llm/ModelConfig.hpp"
+#include "kompute/llm/WeightMix.hpp"
 
 namespace kp {
 namespace llm {
@@ -67,6 +68,9 @@ class GgufWriter
  * file made without a download, for demos and tests.
  */
 void writeRandomModel(const std::string& path, const ModelConfig& config, TensorType type, uint64_t seed = 1);
+/** The same with each matrix of the type `mix` gives it (a llama-quantize
+ * mix such as Q4_K_M: see WeightMix). */
+void writeRandomModel(const std::string& path, const ModelConfig& config, const WeightMix& mix, uint64_t seed = 1);
 
 } // namespace llm
 } // namespace kp

@@ -9,3 +9,4 @@
 #include "kompute/llm/Npy.hpp"
 #include "kompute/llm/Sampler.hpp"
 #include "kompute/llm/Tokenizer.hpp"
+#include "kompute/llm/WeightMix.hpp"

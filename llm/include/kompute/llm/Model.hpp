@@ -16,6 +16,7 @@
 
 #include "kompute/llm/Gguf.hpp"
 #include "kompute/llm/ModelConfig.hpp"
+#include "kompute/llm/WeightMix.hpp"
 
 namespace kp {
 namespace llm {
@@ -69,6 +70,13 @@ class Model
     static std::shared_ptr<Model> random(kp::Manager& manager,
                                          const ModelConfig& config,
                                          TensorType type,
+                                         uint64_t seed = 1,
+                                         const LoadProgress& progress = {});
+    /** The same with each matrix of the type `mix` gives it (a
+     * llama-quantize mix such as Q4_K_M: see WeightMix). */
+    static std::shared_ptr<Model> random(kp::Manager& manager,
+                                         const ModelConfig& config,
+                                         const WeightMix& mix,
                                          uint64_t seed = 1,
                                          const LoadProgress& progress = {});
 

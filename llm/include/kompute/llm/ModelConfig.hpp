@@ -104,13 +104,15 @@ std::vector<WeightSpec> weightSpecs(const ModelConfig& config);
 /**
  * Checks the tensors of `file` against what `config` needs: every weight
  * present, of the expected shape, of a supported type (F32, F16, BF16, Q8_0,
- * Q4_0), and no tensor besides (one the runner does not read is refused,
- * never ignored). Throws FormatError naming the tensor and what is wrong.
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), and
+ * no tensor besides (one the runner does not read is refused, never
+ * ignored). Throws FormatError naming the tensor and what is wrong.
  */
 void checkWeights(const GgufFile& file, const ModelConfig& config);
 
-/** Parses "f32", "f16", "bf16", "q8_0", "q4_0" (any case); kp::Error
- * otherwise. */
+/** Parses "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+ * "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs" (any case);
+ * kp::Error otherwise. WeightMix::parse reads mixes such as "q4_k_m". */
 TensorType parseWeightType(const std::string& name);
 
 } // namespace llm

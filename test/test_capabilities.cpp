@@ -444,9 +444,10 @@ void main() { uint i = gl_GlobalInvocationID.x; results[i] = subgroupAdd(values[
 TEST_F(CapabilitiesTest, CooperativeMatricesNeedTheirExtension)
 {
     // NVIDIA's: C = A * A for one 16x16 float16 matrix, in one subgroup.
-    // (readonly and writeonly as the shader uses them: the 1.4.309 layer's
-    // SPIR-V analysis took the cooperative-matrix load from a writable A for
-    // a write, and reported it racing with the upload before it.)
+    // A reaches the matrix through shared memory, as in the kernel library:
+    // the 1.4.309 layer's SPIR-V analysis takes a cooperative-matrix load
+    // straight from a buffer for a write (readonly or not), and reported it
+    // racing with the upload before it.
     const char* shader = R"(
 #version 450
 #extension GL_NV_cooperative_matrix : require
@@ -455,9 +456,14 @@ TEST_F(CapabilitiesTest, CooperativeMatricesNeedTheirExtension)
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) readonly buffer A { float16_t a[]; };
 layout(set = 0, binding = 1) writeonly buffer C { float c[]; };
+shared float16_t staged[256];
 void main() {
+    for (uint i = gl_LocalInvocationID.x; i < 256u; i += gl_WorkGroupSize.x) {
+        staged[i] = a[i];
+    }
+    barrier();
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
-    coopMatLoadNV(ma, a, 0, 16, false);
+    coopMatLoadNV(ma, staged, 0, 16, false);
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> mc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
     mc = coopMatMulAddNV(ma, ma, mc);
     coopMatStoreNV(mc, c, 0, 16, false);

@@ -23,9 +23,12 @@ find "$build" -maxdepth 3 -name 'lib*.so.0.9' -exec cp -L {} "$BUNDLE"/ \;
 find "$build" -maxdepth 3 -type f -executable \( -name 'test_*' -o -name 'kompute_*' -o -name 'kompute-bench' -o -name 'kompute-kernel-probe' \
     -o -name 'kompute-llm' \) \
     -exec cp {} "$BUNDLE"/ \;
-# Debug sections go, the symbol tables stay: a hung test's stacks
-# (run_suites.py attaches a debugger) then name their functions.
+# Debug sections go; the libraries' and tools' symbol tables stay, so that
+# a hung test's stacks (run_suites.py attaches a debugger) name Kompute's
+# functions. The test binaries lose theirs (10 MiB together: the device
+# tool sends 64 MiB), and the watchdog names the test that hung.
 strip --strip-debug "$BUNDLE"/* 2>/dev/null || true
+strip "$BUNDLE"/test_* 2>/dev/null || true
 cp benchmarks/cuda/*.cu benchmarks/cuda/*.cuh tools/plot_bench.py tools/latency_table.py "$BUNDLE"/
 # The pytest suites of this tree, so that the device runs this tree's tests.
 cp -r python/tests "$BUNDLE"/python-tests

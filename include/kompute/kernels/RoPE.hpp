@@ -23,7 +23,10 @@ enum class RoPEMode
  * to headDim are copied unchanged. x and y: f32 or f16 (one type); positions
  * uint32 (eUnsignedInt). With a freqFactors tensor (f32, ropeDims/2 values
  * from freqFactorsOffset: Llama 3.1's rope_freqs) pair i's angle is divided
- * by freqFactors[i].
+ * by freqFactors[i]. The angle is computed in f32 with the device's exp2,
+ * sin and cos: on devices where these are approximate it is off by up to
+ * about positions[r] * 2^-22 radians (2e-3 at position 8191 on the H200;
+ * the same order as llama.cpp's f32 angles).
  */
 struct RoPEParams
 {

@@ -442,6 +442,18 @@ class Generation:
 
 # --- The interactive loop ------------------------------------------------------------------
 
+def _read_chat_template(parser, path):
+    """The template of a --chat-template FILE option (None without one); a
+    file that cannot be read is a usage error of `parser`."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as source:
+            return source.read()
+    except OSError as error:
+        parser.error(f"cannot read the chat template: {error}")
+
+
 def main(argv=None, prog=None):
     """The interactive chat of ``python -m kp.llm.chat --model FILE.gguf``
     and ``kompute-llm --chat``: reads a user message per line from standard
@@ -471,13 +483,7 @@ def main(argv=None, prog=None):
 
     from . import Model  # here, so that importing this module needs no device
 
-    template = None
-    if options.chat_template:
-        try:
-            with open(options.chat_template, encoding="utf-8") as source:
-                template = source.read()
-        except OSError as error:
-            parser.error(f"cannot read the chat template: {error}")
+    template = _read_chat_template(parser, options.chat_template)
     seed = options.seed if options.seed is not None else int.from_bytes(os.urandom(8), "little")
     name = parser.prog
     try:

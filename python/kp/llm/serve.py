@@ -48,7 +48,7 @@ except ImportError:  # reported by main() and Server(), so that importing this m
     _web = None
 
 from .._kp import Error
-from .chat import ChatTemplateError, Generation, _end_of_turn_tokens, _prompt_ids
+from .chat import ChatTemplateError, Generation, _end_of_turn_tokens, _prompt_ids, _read_chat_template
 
 __all__ = ["Server", "main"]
 
@@ -624,13 +624,7 @@ def main(argv=None):
     if not _is_loopback(options.host):
         print(f"kp.llm.serve: listening on {options.host}, not only on this machine: anyone who reaches it can use "
               "the model" + ("" if options.api_key else " (no --api-key)"), file=sys.stderr)
-    template = None
-    if options.chat_template:
-        try:
-            with open(options.chat_template, encoding="utf-8") as source:
-                template = source.read()
-        except OSError as error:
-            parser.error(f"cannot read the chat template: {error}")
+    template = _read_chat_template(parser, options.chat_template)
 
     from . import Model
 

@@ -206,6 +206,31 @@ def test_block_types_and_llama_quantize_mixes(tmp_path, manager, weight_type):
     assert relative_error(model.evaluate(PROMPT[-1:], "last")[0], expected[-1]) < BLOCK_TOLERANCE[weight_type]
 
 
+@pytest.mark.parametrize("mix_name", ["q4_k_m", "q5_k_m", "q6_k", "q4_0/q6_k"])
+@pytest.mark.parametrize("architecture", ["llama", "qwen2", "qwen3"])
+def test_every_architecture_in_the_usual_mixes(tmp_path, manager, architecture, mix_name):
+    # The files people download (Q4_K_M, Q5_K_M, Q6_K, Q4_0 with a Q6_K
+    # output) of each layout: qwen2's biases (tied output, so the embedding
+    # is the output matrix too) and qwen3's head norms beside K-quant
+    # products; every prompt position and a decode step.
+    need_gguf()
+    from llm_support import mix
+
+    layout = {"llama": dict(), "qwen2": dict(architecture="qwen2", tied=True),
+              "qwen3": dict(architecture="qwen3", key_length=128)}[architecture]
+    config = TinyConfig(width=256, ffn=512, layers=3, **layout)
+    path = tmp_path / f"{architecture}.gguf"
+    weights = write_model(path, config, mix(mix_name, config.layers), seed=19)
+    model = kp.llm.Model(str(path), manager=manager, context_size=32)
+    assert model.config["architecture"] == architecture
+    assert model.config["type_counts"].get("Q6_K", 0) >= (0 if config.tied and mix_name == "q4_0/q6_k" else 1)
+    expected = reference_logits(config, weights, PROMPT)
+    assert relative_error(model.logits(PROMPT), expected) < BLOCK_TOLERANCE[mix_name]
+    model.reset()
+    model.evaluate(PROMPT[:-1], "none")
+    assert relative_error(model.evaluate(PROMPT[-1:], "last")[0], expected[-1]) < BLOCK_TOLERANCE[mix_name]
+
+
 @pytest.mark.parametrize("mix_name", ["q4_k_m", "q5_k_s", "q4_0/q6_k", "iq4_xs"])
 def test_random_mixes(manager, mix_name):
     model = kp.llm.Model(random="tiny:" + mix_name, manager=manager, context_size=16)

@@ -168,8 +168,9 @@ def run_binary(binary, args, results, logs):
     log_path = logs / f"{name}.log"
     env = dict(os.environ)
     env["KOMPUTE_TEST_TIMEOUT"] = str(args.test_timeout)
-    if debugger_command("%p"):
-        env["KOMPUTE_TEST_HANG_COMMAND"] = debugger_command("%p")
+    hang_command = debugger_command("%p")
+    if hang_command:
+        env["KOMPUTE_TEST_HANG_COMMAND"] = hang_command
     command = args.wrapper.split() + [str(binary), "--gtest_brief=0"]
     status, seconds, killed = run_with_limit(command, log_path, args.binary_timeout, env)
     text = read(log_path)

@@ -39,6 +39,18 @@ layout(push_constant) uniform Push
     uint wHeadStride;
 } p;
 
+// Writes normalized value v of column c: the weight and bias applied.
+void storeNormalized(float v, uint c, uint yBase, uint wBase)
+{
+    if (HAS_WEIGHT != 0) {
+        v *= w[wBase + c];
+    }
+    if (HAS_BIAS != 0) {
+        v += b[p.bOffset + c];
+    }
+    STORE(TYPE, y, yBase + c, v);
+}
+
 void main()
 {
     uint group = flatGroup();
@@ -82,14 +94,7 @@ void main()
         [[unroll]] for (uint k = 0; k < CACHED; ++k) {
             uint c = t + k * WG;
             if (c < p.cols) {
-                float value = (v[k] - cachedMean) * cachedInverse;
-                if (HAS_WEIGHT != 0) {
-                    value *= w[wBase + c];
-                }
-                if (HAS_BIAS != 0) {
-                    value += b[p.bOffset + c];
-                }
-                STORE(TYPE, y, yBase + c, value);
+                storeNormalized((v[k] - cachedMean) * cachedInverse, c, yBase, wBase);
             }
         }
         return;
@@ -110,13 +115,6 @@ void main()
     }
     float inverse = inversesqrt(workgroupSum(squares) * invCols + p.eps);
     for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
-        float v = (LOAD(TYPE, x, xBase + c) - mean) * inverse;
-        if (HAS_WEIGHT != 0) {
-            v *= w[wBase + c];
-        }
-        if (HAS_BIAS != 0) {
-            v += b[p.bOffset + c];
-        }
-        STORE(TYPE, y, yBase + c, v);
+        storeNormalized((LOAD(TYPE, x, xBase + c) - mean) * inverse, c, yBase, wBase);
     }
 }

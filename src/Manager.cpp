@@ -206,8 +206,15 @@ class InstanceCache
   public:
     CreatedInstance get()
     {
-        std::vector<std::string> layers = availableRequestedLayers();
+        // The layer query runs under the lock too: the loader opens and
+        // closes layer libraries in it, and threads making their first
+        // Managers at once would otherwise run those dlopen/dlclose calls
+        // side by side (glibc's own lock makes that safe, but it is not
+        // one ThreadSanitizer sees, and older loaders keep global state
+        // there). Instances are made a few times per process, so this
+        // costs nothing.
         std::lock_guard<std::mutex> lock(mMutex);
+        std::vector<std::string> layers = availableRequestedLayers();
         for (const auto& entry : mEntries) {
             if (entry.first == layers) {
                 return entry.second;

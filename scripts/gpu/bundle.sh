@@ -7,7 +7,8 @@
 # kompute-bench and kompute-llm, stripped. The machine's own libstdc++ is newer than
 # Debian 12's, so the C++ runtime is linked dynamically. libkompute links no
 # Vulkan loader (it opens libvulkan.so.1 at run time): the device's comes
-# with .gl (run-on-device.sh).
+# with .gl (run-on-device.sh). The folder is packed into BUNDLE.tar.gz,
+# what the device tool carries.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUNDLE=${1:-.gpu-bundle}
@@ -48,14 +49,22 @@ if [ -x "$PYTHON312" ]; then
     "$PYTHON312" -m zipfile -e build-python-gpu/wheel/kp-*-cp312-*.whl "$BUNDLE"/site
     strip "$BUNDLE"/site/kp/_kp*.so
     cp -r benchmarks/python "$BUNDLE"/bench-python
-    # gguf (pure Python), for the LLM runner's pytest suite, which writes
-    # its models with it: the device reaches no package index. (The two
-    # modules it imports, yaml and tqdm, are in the device's Python; the
-    # bundle's size counts against the device tool's 64 MiB.)
+    # The test packages the device's Python lacks (it reaches no package
+    # index): gguf (pure Python; the LLM runner's pytest suites write their
+    # models with it, and the two modules it imports, yaml and tqdm, are
+    # there), and the openai client with what it needs, for
+    # test_llm_serve.py. aiohttp, jinja2 and transformers are there.
     "$PYTHON312" -m pip install --quiet --no-deps --target "$BUNDLE"/site-test gguf ||
         echo "bundle.sh: gguf could not be installed: the device skips the runner's pytest model tests" >&2
+    "$PYTHON312" -m pip install --quiet --target "$BUNDLE"/site-test openai ||
+        echo "bundle.sh: openai could not be installed: the device skips test_llm_serve.py" >&2
     rm -rf "$BUNDLE"/site-test/bin
+    find "$BUNDLE"/site-test -name '__pycache__' -prune -exec rm -rf {} +
+    find "$BUNDLE"/site-test -name '*.so' -exec strip {} +
 else
     echo "bundle.sh: no Python 3.12 at $PYTHON312 (set PYTHON312): the bundle has no kp module" >&2
 fi
-du -sh "$BUNDLE"
+# The folder travels packed (the device tool sends 64 MiB; packed it is a
+# fifth of that): carry "$BUNDLE.tar.gz", which run-on-device.sh unpacks.
+tar czf "$BUNDLE.tar.gz" -C "$(dirname "$BUNDLE")" "$(basename "$BUNDLE")"
+du -sh "$BUNDLE" "$BUNDLE.tar.gz"

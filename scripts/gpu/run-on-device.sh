@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gl (Vulkan loader
-# and glvnd), .gl-extra (the validation layer package) and .gpu-bundle (see
-# bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
+# and glvnd), .gl-extra (the validation layer package) and .gpu-bundle.tar.gz
+# (see bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
 #   scripts/gpu/run-on-device.sh [suites|bench|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
 # latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
@@ -26,6 +26,10 @@ rm -rf /tmp/vvl && mkdir -p /tmp/vvl
 for f in .gl-extra/*.deb; do dpkg -x "$f" /tmp/vvl; done
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
 B=${GPU_BUNDLE:-.gpu-bundle}
+# bundle.sh packs the folder: the carried B.tar.gz is unpacked here.
+if [ -f "$B.tar.gz" ]; then
+    rm -rf "$B" && tar xzf "$B.tar.gz" -C "$(dirname "$B")" || { echo "could not unpack $B.tar.gz"; exit 1; }
+fi
 export LD_LIBRARY_PATH=$PWD/$B:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 # The Python module (bundle.sh), for kompute-bench's case i.
 if [ -d $B/site/kp ]; then

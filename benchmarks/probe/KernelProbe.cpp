@@ -1169,6 +1169,26 @@ main(int argc, char** argv)
             }
             data.release(ctx);
         }
+        // Why the prefill shape runs at a quarter of the 8192^3 rate (issue
+        // 20): the same kernel with one difference at a time (f16 A instead
+        // of f32, B not transposed, 8192^3 with B transposed, more rows).
+        if (ctx.nv) {
+            std::vector<CoopmatShape> shapes;
+            for (const auto& s : ctx.nvF16) {
+                if (s.n == 8 && s.k == 16) {
+                    shapes.push_back(s);
+                }
+            }
+            for (const GemmProblem& g : std::vector<GemmProblem>{ { tokens, out, in, true, kF16, kF16, kF32 },
+                                                                  { tokens, out, in, false, kF32, kF16, kF32 },
+                                                                  { tokens, out, in, false, kF16, kF16, kF32 },
+                                                                  { big, big, big, true, kF16, kF16, kF32 },
+                                                                  { tokens * 8, out, in, true, kF32, kF16, kF32 } }) {
+                GemmData data(ctx, g);
+                sweepCoopmat("nv", g, data, false, shapes, false, 3, false);
+                data.release(ctx);
+            }
+        }
         // f32 and bf16 GEMM on the tiled kernel (no tensor cores).
         for (uint32_t type : { kF32, kBF16 }) {
             GemmProblem g{ big, big, big, false, type, type, kF32 };

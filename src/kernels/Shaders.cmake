@@ -56,6 +56,7 @@ endforeach()
 foreach(t f32 f16)
     kompute_kernel_shader(rope_${t} RoPE.comp TYPE=${_kernel_type_${t}})
     foreach(d IN LISTS _kernel_types)
+        kompute_kernel_shader(rope_cache_${t}_${d} RoPE.comp TYPE=${_kernel_type_${t}} CACHE_TYPE=${_kernel_type_${d}} CACHE)
         kompute_kernel_shader(setrows_${t}_${d} SetRows.comp SRC_TYPE=${_kernel_type_${t}} DST_TYPE=${_kernel_type_${d}})
     endforeach()
     # Decode: subgroup shuffles (_sg) or not (_sh), vector loads (_v4) where

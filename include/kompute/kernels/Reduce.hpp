@@ -20,7 +20,13 @@ enum class ReduceOp
 
 /** y[yOffset + r] = reduce(x[xOffset + r * xRowStride + c] for c < cols)
  * for r < rows. x: f32, f16 or bf16; y: f32 (eUnsignedInt for eArgmax).
- * Sums accumulate in f32. */
+ * Sums accumulate in f32. One workgroup reduces each row, except the argmax
+ * of a single row longer than 4 x the local size (a decode step's logits):
+ * many workgroups take a chunk each and the last to finish merges their
+ * results (path "split-subgroup" or "split-shared-memory"), with the same
+ * rule (the first of equals, NaN never wins) and so the same index. That
+ * path keeps a count in a buffer of its own between evaluations: an
+ * operation on it must not run in two submissions at once (as OpAttention). */
 struct ReduceParams
 {
     ReduceOp op = ReduceOp::eSum; ///< the reduction

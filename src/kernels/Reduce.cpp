@@ -48,12 +48,22 @@ OpReduce::OpReduce(const std::vector<std::shared_ptr<Memory>>& tensors, const Re
             check.offset32(params.yOffset, "yOffset") };
     auto path = kernels::reductionPath(check.caps());
     uint32_t local = kernels::rowLocalSize(check.caps(), params.cols);
-    if (argmax && params.rows == 1 && params.cols > kSplitValues * local) {
-        // One long row (the logits of a decode step): one workgroup would
-        // read it all alone, so many read a chunk each, and the last to
-        // finish merges their bests (shaders/Reduce.comp's SPLIT).
-        uint32_t groups = std::min<uint32_t>(kMaxSplitGroups, (params.cols + kSplitValues * local - 1) /
-                                                                (kSplitValues * local));
+    check.require(params.argmaxGroups <= kMaxSplitGroups,
+                  format("argmaxGroups = {} is more than {}", params.argmaxGroups, kMaxSplitGroups));
+    check.require(params.argmaxGroups <= 1 || (argmax && params.rows == 1),
+                  format("argmaxGroups = {} applies to the argmax of one row only (op {}, rows {} given)",
+                         params.argmaxGroups, op, params.rows));
+    // One long row (the logits of a decode step): one workgroup would read
+    // it all alone, so many read a chunk each, and the last to finish
+    // merges their bests (shaders/Reduce.comp's SPLIT).
+    uint32_t groups = 1;
+    if (argmax && params.rows == 1) {
+        uint32_t most = (params.cols + kSplitValues * local - 1) / (kSplitValues * local);
+        bool cpu = check.device()->properties().deviceType == vk::PhysicalDeviceType::eCpu;
+        uint32_t wanted = params.argmaxGroups != 0 ? params.argmaxGroups : cpu ? 1 : kMaxSplitGroups;
+        groups = std::min(wanted, most);
+    }
+    if (groups > 1) {
         uint32_t chunk = (params.cols + groups - 1) / groups;
         groups = (params.cols + chunk - 1) / chunk; // none empty
         struct

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kernel library's cases: softmax, rmsnorm and attention (decode). Each
+// The kernel library's cases: softmax, rmsnorm, attention (decode) and the
+// small operations of a decode step (decode_ops, in microseconds). Each
 // runs the operation 5 times back to back with GPU timestamps around each,
 // reports GB/s over the bytes the operation must move and that figure as a
 // share of the device's measured copy bandwidth (case g's "kompute" figure
@@ -117,7 +118,120 @@ rowCase(Context& context, const char* caseName, MakeOp makeOp, Reference referen
     }
 }
 
+/** GPU microseconds of each run of `ops` (groups of ops.size() operations
+ * run back to back, each waiting for the previous: the cost of dependent
+ * dispatches included), as measurement `variant` of `caseName`. */
+void
+addMicroseconds(Context& context,
+                const std::string& caseName,
+                const std::string& variant,
+                const std::vector<std::shared_ptr<kp::OpBase>>& ops,
+                const std::string& path,
+                const std::string& check = "ok")
+{
+    Measurement perOp;
+    uint32_t groups = 5;
+    measureOps(context, perOp, ops, 1.0, groups * static_cast<uint32_t>(ops.size())); // samples: 1 / seconds
+    auto& us = context.add(caseName, variant, "us", false);
+    us.notes["path"] = path;
+    us.notes["check"] = check;
+    us.notes["ops"] = std::to_string(ops.size());
+    for (size_t first = 0; first + ops.size() <= perOp.samples.size(); first += ops.size()) {
+        double total = 0.0;
+        for (size_t i = first; i < first + ops.size(); ++i) {
+            total += 1e6 / perOp.samples[i];
+        }
+        us.samples.push_back(total);
+    }
+}
+
 } // namespace
+
+BENCH_CASE("decode_ops",
+           "The small operations of a Llama-8B decode step, GPU us each: RMSNorm of one 4096 row, the argmax of "
+           "128256 logits, OpRoPECache (32 + 8 + 8 heads of 128, f16 cache of 4096) against OpRoPE + 2 OpSetRows")
+{
+    kp::Manager& mgr = context.manager();
+    const uint32_t d = 4096, vocab = 128256, heads = 32, kvHeads = 8, D = 128, capacity = 4096;
+
+    auto weights = randomFloats(d, 1, 0.5f, 1.5f);
+    auto row = randomFloats(d, 2, -4.0f, 4.0f);
+    auto w = mgr.tensorT<float>(weights);
+    auto x = mgr.tensorT<float>(row);
+    auto y = mgr.tensorT<float>(d);
+    auto norm = std::make_shared<kp::OpRMSNorm>(Tensors{ x, w, y }, kp::RMSNormParams{ 1, d, 1e-6f });
+    mgr.sequence()->record<kp::OpSyncDevice>({ x, w })->record(norm)->record<kp::OpSyncLocal>({ y })->eval();
+    {
+        double squares = 0;
+        for (float v : row) {
+            squares += double(v) * v;
+        }
+        double inverse = 1.0 / std::sqrt(squares / d + 1e-6);
+        std::vector<float> expected(d);
+        for (uint32_t c = 0; c < d; ++c) {
+            expected[c] = float(row[c] * inverse * weights[c]);
+        }
+        expectClose(y->vector(), expected, 1e-4, "rmsnorm 1x4096");
+    }
+    addMicroseconds(context, "decode_ops", "rmsnorm_1x4096", { norm }, norm->path());
+
+    auto logits = randomFloats(vocab, 3, -8.0f, 8.0f);
+    uint32_t best = uint32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    auto l = mgr.tensorT<float>(logits);
+    auto index = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ 0 });
+    kp::ReduceParams argmaxParams;
+    argmaxParams.op = kp::ReduceOp::eArgmax;
+    argmaxParams.cols = vocab;
+    auto argmax = std::make_shared<kp::OpReduce>(Tensors{ l, index }, argmaxParams);
+    mgr.sequence()->record<kp::OpSyncDevice>({ l })->record(argmax)->record<kp::OpSyncLocal>({ index })->eval();
+    if (index->vector()[0] != best) {
+        throw std::runtime_error("argmax 1x128256: " + std::to_string(index->vector()[0]) + ", expected " +
+                                 std::to_string(best));
+    }
+    std::cout << "  argmax 1x128256: ok\n";
+    addMicroseconds(context, "decode_ops", "argmax_1x128256", { argmax }, argmax->path());
+    argmaxParams.argmaxGroups = 1; // one workgroup reads it all: the path before issue 19
+    auto oneGroup = std::make_shared<kp::OpReduce>(Tensors{ l, index }, argmaxParams);
+    addMicroseconds(context, "decode_ops", "argmax_1x128256_one_workgroup", { oneGroup }, oneGroup->path(),
+                    "the same index as the default path: checked by test_kernels_rows");
+
+    const uint32_t qkvWidth = (heads + 2 * kvHeads) * D;
+    auto qkvValues = randomFloats(qkvWidth, 4, -1.0f, 1.0f);
+    auto qkv = mgr.tensorT<float>(qkvValues);
+    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ 1000 });
+    auto makeCache = [&] {
+        return mgr.tensor(capacity * kvHeads * D, 2, kp::Memory::DataTypes::eHalf, kp::Memory::MemoryTypes::eStorage);
+    };
+    auto keys = makeCache();
+    auto values = makeCache();
+    kp::RoPECacheParams fused;
+    fused.heads = heads;
+    fused.kvHeads = kvHeads;
+    fused.headDim = D;
+    fused.theta = 500000.0f;
+    auto ropeCache = std::make_shared<kp::OpRoPECache>(Tensors{ qkv, positions, keys, values }, fused);
+    mgr.sequence()->eval<kp::OpSyncDevice>({ qkv, positions });
+    addMicroseconds(context, "decode_ops", "rope_cache_fused", { ropeCache }, ropeCache->path(),
+                    "checked by test_kernels_rope (bit for bit the unfused ops)");
+
+    kp::RoPEParams rope;
+    rope.heads = heads + kvHeads;
+    rope.headDim = D;
+    rope.theta = 500000.0f;
+    rope.xRowStride = rope.yRowStride = qkvWidth;
+    kp::SetRowsParams set;
+    set.cols = kvHeads * D;
+    set.srcRowStride = qkvWidth;
+    set.srcOffset = heads * D;
+    kp::SetRowsParams setValues = set;
+    setValues.srcOffset += kvHeads * D;
+    std::vector<std::shared_ptr<kp::OpBase>> unfused = {
+        std::make_shared<kp::OpRoPE>(Tensors{ qkv, positions, qkv }, rope),
+        std::make_shared<kp::OpSetRows>(Tensors{ qkv, keys, positions }, set),
+        std::make_shared<kp::OpSetRows>(Tensors{ qkv, values, positions }, setValues),
+    };
+    addMicroseconds(context, "decode_ops", "rope_then_2_setrows", unfused, "element-wise", "checked by test_kernels_attention");
+}
 
 BENCH_CASE("softmax", "OpSoftmax over rows of 4096 f32 (GB/s over read + write)")
 {

@@ -96,7 +96,7 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mHidden = floats(manager, batch * c.feedForwardLength);
 
     // The KV cache, f16: per layer [capacity][kvHeads][headDim] for keys and
-    // for values (a token's row is what OpSetRows writes).
+    // for values (a token's row is what OpRoPECache writes).
     checkFits(manager, uint64_t(mCapacity) * kv * 2, "a KV cache of " + std::to_string(mCapacity) + " tokens",
               "use a smaller context size");
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
@@ -190,13 +190,17 @@ Context::record(Step& s)
     };
     const uint32_t q = c.headCount * c.headDim;
     const uint32_t qkv = q + 2 * kv; // mQkv's row
-    // Query and key heads alike, in place: the first `heads` heads of each row.
-    auto rope = [&](const std::shared_ptr<kp::Tensor>& x, uint32_t heads, const std::string& label) {
-        kp::RoPEParams p;
+    // qwen2's biases [q | k | v] (one tensor, Model::place) go in with the
+    // rotation, unless a q/k norm must come between them.
+    const bool biasInRope = c.attentionBias && !c.qkNorm;
+    // RoPE on the query heads in place and on the key heads into the key
+    // cache, the value heads into the value cache, at each row's position:
+    // one dispatch.
+    auto ropeCache = [&](const Model::Layer& w, uint32_t layer) {
+        kp::RoPECacheParams p;
         p.rows = t;
-        p.heads = heads;
-        p.xRowStride = qkv;
-        p.yRowStride = qkv;
+        p.heads = c.headCount;
+        p.kvHeads = c.headCountKv;
         p.headDim = c.headDim;
         p.ropeDims = c.ropeDims;
         p.theta = c.ropeTheta;
@@ -204,24 +208,20 @@ Context::record(Step& s)
         // GGUF's llama layout rotates adjacent pairs; qwen2/qwen3 keep
         // Hugging Face's halves.
         p.mode = c.ropeNeox ? kp::RoPEMode::eNeoX : kp::RoPEMode::eNormal;
-        std::vector<std::shared_ptr<kp::Memory>> tensors{ x, mPositions, x };
+        p.qkvRowStride = qkv;
+        p.cacheRowStride = kv;
+        std::vector<std::shared_ptr<kp::Memory>> tensors{ mQkv, mPositions, mKeyCache[layer], mValueCache[layer] };
         if (c.ropeFreqFactors) {
+            p.hasFreqFactors = true;
+            p.freqFactorsOffset = model.ropeFreqs().offset;
             tensors.push_back(model.ropeFreqs().tensor);
         }
-        add(std::make_shared<kp::OpRoPE>(tensors, p), label + " (OpRoPE)");
-    };
-    // The key or value columns of mQkv (from `srcOffset`) into a cache.
-    auto cacheWrite = [&](uint64_t srcOffset, const std::shared_ptr<kp::Tensor>& cache, const std::string& label) {
-        const std::shared_ptr<kp::Tensor>& x = mQkv;
-        kp::SetRowsParams p;
-        p.rows = t;
-        p.cols = kv;
-        p.dstRowStride = kv;
-        p.dstOffset = 0;
-        p.srcRowStride = qkv;
-        p.srcOffset = srcOffset;
-        add(std::make_shared<kp::OpSetRows>(std::vector<std::shared_ptr<kp::Memory>>{ x, cache, mPositions }, p),
-            label + " (OpSetRows)");
+        if (biasInRope) {
+            p.hasBias = true;
+            p.biasOffset = w.bq.offset;
+            tensors.push_back(w.bq.tensor);
+        }
+        add(std::make_shared<kp::OpRoPECache>(tensors, p), "rope_kv_cache (OpRoPECache)");
     };
 
     add(std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{ mIds, mPositions }),
@@ -246,9 +246,9 @@ Context::record(Step& s)
             linear(mNormed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
             linear(mNormed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
         }
-        if (c.attentionBias) {
-            // qwen2: the biases [q | k | v] (one tensor, Model::place) added
-            // to every row of the product.
+        if (c.attentionBias && !biasInRope) {
+            // The biases [q | k | v] added to every row of the product
+            // before the q/k norm.
             kp::BinaryParams p;
             p.op = kp::BinaryOp::eAdd;
             p.count = t * qkv;
@@ -273,10 +273,7 @@ Context::record(Step& s)
             add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ mQkv, w.qNorm.tensor, mQkv }, p),
                 "attn_qk_norm (OpRMSNorm)");
         }
-        // Key heads follow the query heads in each row: one rotation for both.
-        rope(mQkv, c.headCount + c.headCountKv, "rope_qk");
-        cacheWrite(q, mKeyCache[layer], "cache_k");
-        cacheWrite(q + kv, mValueCache[layer], "cache_v");
+        ropeCache(w, layer);
         {
             kp::AttentionParams p;
             p.rows = t;

@@ -186,8 +186,8 @@ bindRows(nb::module_& m)
       .def(
         "__init__",
         [](OpReduce* self, const MemoryList& tensors, ReduceOp op, uint32_t rows, uint32_t cols,
-           uint32_t xRowStride, uint64_t xOffset, uint64_t yOffset) {
-            construct(self, tensors, ReduceParams{ op, rows, cols, xRowStride, xOffset, yOffset });
+           uint32_t xRowStride, uint64_t xOffset, uint64_t yOffset, uint32_t argmaxGroups) {
+            construct(self, tensors, ReduceParams{ op, rows, cols, xRowStride, xOffset, yOffset, argmaxGroups });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -197,8 +197,10 @@ bindRows(nb::module_& m)
         "x_row_stride"_a = 0,
         "x_offset"_a = 0,
         "y_offset"_a = 0,
+        "argmax_groups"_a = 0,
         keepGil,
-        "tensors: [x, y]. x_row_stride = 0: cols.");
+        "tensors: [x, y]. x_row_stride = 0: cols. argmax_groups: for the argmax of one row, at most this many "
+        "workgroups (0: the device's choice, up to 1024 on a GPU, 1 on a CPU device; 1: one workgroup).");
 
     nb::class_<OpSoftmax, KernelOp>(
       m,
@@ -330,6 +332,51 @@ bindTransformer(nb::module_& m)
         "tensors: [x, positions, y], or [x, positions, y, freq_factors] where a float32 tensor of "
         "rope_dims/2 divisors (Llama 3.1's rope_freqs) divides pair i's angle by freq_factors[i]. "
         "rope_dims = 0: head_dim; row strides of 0: heads * head_dim.");
+
+    nb::class_<OpRoPECache, KernelOp>(
+      m,
+      "OpRoPECache",
+      "RoPE and the KV-cache write of a transformer layer in one dispatch. qkv is [rows][heads + 2 kv_heads]"
+      "[head_dim] (query, key, value heads; row r at qkv_offset + r * qkv_row_stride): the query heads are "
+      "rotated in place, the rotated key heads go to row positions[r] of key_cache and the value heads to "
+      "row positions[r] of value_cache (rows [kv_heads][head_dim] at cache_offset + positions[r] * "
+      "cache_row_stride; a row that would not fit is skipped); qkv's key and value heads are left as they "
+      "were. Rotation as kp.OpRoPE. With a bias (float32, (heads + 2 kv_heads) * head_dim values) it is "
+      "added to every row first. qkv float32 or float16; caches float32, float16 or bfloat16 (one type).")
+      .def(
+        "__init__",
+        [](OpRoPECache* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t kvHeads,
+           uint32_t headDim, uint32_t ropeDims, float theta, float freqScale, RoPEMode mode, bool hasFreqFactors,
+           bool hasBias, uint32_t qkvRowStride, uint64_t qkvOffset, uint32_t cacheRowStride, uint64_t cacheOffset,
+           uint64_t positionsOffset, uint64_t freqFactorsOffset, uint64_t biasOffset) {
+            construct(self, tensors,
+                      RoPECacheParams{ rows, heads, kvHeads, headDim, ropeDims, theta, freqScale, mode, hasFreqFactors,
+                                       hasBias, qkvRowStride, qkvOffset, cacheRowStride, cacheOffset,
+                                       positionsOffset, freqFactorsOffset, biasOffset });
+        },
+        "tensors"_a,
+        nb::kw_only(),
+        "rows"_a = 1,
+        "heads"_a = 1,
+        "kv_heads"_a = 1,
+        "head_dim"_a,
+        "rope_dims"_a = 0,
+        "theta"_a = 10000.0f,
+        "freq_scale"_a = 1.0f,
+        "mode"_a = RoPEMode::eNormal,
+        "has_freq_factors"_a = false,
+        "has_bias"_a = false,
+        "qkv_row_stride"_a = 0,
+        "qkv_offset"_a = 0,
+        "cache_row_stride"_a = 0,
+        "cache_offset"_a = 0,
+        "positions_offset"_a = 0,
+        "freq_factors_offset"_a = 0,
+        "bias_offset"_a = 0,
+        keepGil,
+        "tensors: [qkv, positions, key_cache, value_cache], then freq_factors if has_freq_factors, then "
+        "bias if has_bias. rope_dims = 0: head_dim; qkv_row_stride = 0: (heads + 2 kv_heads) * head_dim; "
+        "cache_row_stride = 0: kv_heads * head_dim.");
 
     nb::class_<OpSetRows, KernelOp>(
       m,

@@ -44,6 +44,26 @@ def test_reduce(mgr, path, dtype, rows, cols):
     np.testing.assert_array_equal(indices.data(), np.argmax(x_values, axis=1))
 
 
+def test_argmax_of_one_long_row(mgr):
+    # A decode step's logits, over up to 1024 workgroups, 7, one and the
+    # device's choice: the first of equal maxima every time.
+    cols = 128256
+    rng = np.random.default_rng(5)
+    values = rng.uniform(-4, 4, cols).astype(np.float32)
+    values[[100000, 5000, 127000]] = 9.0
+    values[3] = np.nan
+    x = mgr.tensor(values)
+    y = mgr.tensor_t(np.zeros(1, dtype=np.uint32))
+    for groups in (1024, 7, 1, 0):  # 0: the device's choice
+        op = kp.OpReduce([x, y], op=kp.ReduceOp.argmax, rows=1, cols=cols, argmax_groups=groups)
+        if groups != 0:
+            assert op.path().startswith("split-") == (groups > 1)
+        run(mgr, [x], op, [y])
+        assert y.data()[0] == 5000
+    with pytest.raises(kp.Error, match="argmaxGroups = 2000 is more than 1024"):
+        kp.OpReduce([x, y], op=kp.ReduceOp.argmax, rows=1, cols=cols, argmax_groups=2000)
+
+
 def softmax_reference(x, scale, causal, rows_per_matrix, shift):
     rows, cols = x.shape
     z = scale * x.astype(np.float64)

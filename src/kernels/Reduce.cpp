@@ -1,16 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpReduce and OpSoftmax: one workgroup per row (shaders/Reduce.comp,
 // shaders/Softmax.comp), reducing with subgroup operations where the device
-// has them and through shared memory otherwise.
+// has them and through shared memory otherwise; the argmax of one long row
+// takes many workgroups.
 #include "kompute/kernels/Reduce.hpp"
 
+#include <algorithm>
+
 #include "kernels/KernelSupport.hpp"
+#include "kompute/Tensor.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
 
 using kernels::Checker;
 using logger::format;
+
+namespace {
+
+// Argmax of one long row: values per invocation of each workgroup, and at
+// most this many workgroups (the merge reads a few bests per invocation).
+constexpr uint32_t kSplitValues = 4;
+constexpr uint32_t kMaxSplitGroups = 1024;
+
+} // namespace
 
 OpReduce::OpReduce(const std::vector<std::shared_ptr<Memory>>& tensors, const ReduceParams& params)
   : KernelOp("OpReduce")
@@ -35,6 +48,39 @@ OpReduce::OpReduce(const std::vector<std::shared_ptr<Memory>>& tensors, const Re
             check.offset32(params.yOffset, "yOffset") };
     auto path = kernels::reductionPath(check.caps());
     uint32_t local = kernels::rowLocalSize(check.caps(), params.cols);
+    check.require(params.argmaxGroups <= kMaxSplitGroups,
+                  format("argmaxGroups = {} is more than {}", params.argmaxGroups, kMaxSplitGroups));
+    check.require(params.argmaxGroups <= 1 || (argmax && params.rows == 1),
+                  format("argmaxGroups = {} applies to the argmax of one row only (op {}, rows {} given)",
+                         params.argmaxGroups, op, params.rows));
+    // One long row (the logits of a decode step): one workgroup would read
+    // it all alone, so many read a chunk each, and the last to finish
+    // merges their bests (shaders/Reduce.comp's SPLIT).
+    uint32_t groups = 1;
+    if (argmax && params.rows == 1) {
+        uint32_t most = (params.cols + kSplitValues * local - 1) / (kSplitValues * local);
+        bool cpu = check.device()->properties().deviceType == vk::PhysicalDeviceType::eCpu;
+        uint32_t wanted = params.argmaxGroups != 0 ? params.argmaxGroups : cpu ? 1 : kMaxSplitGroups;
+        groups = std::min(wanted, most);
+    }
+    if (groups > 1) {
+        uint32_t chunk = (params.cols + groups - 1) / groups;
+        groups = (params.cols + chunk - 1) / chunk; // none empty
+        struct
+        {
+            uint32_t rows, cols, xRowStride, xOffset, yOffset, chunk, groups;
+        } splitPush{ push.rows, push.cols, push.xRowStride, push.xOffset, push.yOffset, chunk, groups };
+        // Zero once here (uploaded at creation); each evaluation leaves the
+        // count 0.
+        auto scratch = std::make_shared<TensorT<uint32_t>>(
+          check.device(), std::vector<uint32_t>(1 + 2 * size_t(groups), 0u), Memory::MemoryTypes::eStorage);
+        std::string name = std::string("argmax_split_") + kernels::typeName(xType) + path.suffix;
+        addDispatch(kernels::buildAlgorithm(check.device(), { tensors[0], tensors[1], scratch },
+                                            kernels::builtinSpirv(name), kernels::grid(groups, check.caps(), "OpReduce"),
+                                            { local, op }, splitPush));
+        setPath(std::string("split-") + path.name);
+        return;
+    }
     std::string name = std::string(argmax ? "argmax_" : "reduce_") + kernels::typeName(xType) + path.suffix;
     addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv(name),
                                         kernels::grid(params.rows, check.caps(), "OpReduce"), { local, op }, push));

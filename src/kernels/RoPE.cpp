@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// OpRoPE: one invocation per pair of values (shaders/RoPE.comp); positions
-// are read on the device, so a recorded sequence serves every step.
+// OpRoPE and OpRoPECache: one invocation per pair of values
+// (shaders/RoPE.comp); positions are read on the device, so a recorded
+// sequence serves every step.
 #include "kompute/kernels/RoPE.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/KernelSupport.hpp"
@@ -12,6 +14,38 @@ namespace kp {
 
 using kernels::Checker;
 using logger::format;
+
+namespace {
+
+struct Rotation
+{
+    uint32_t mode; // RoPEMode, the shaders' NEOX
+    uint32_t ropeDims; // 0 replaced by headDim
+};
+
+/** The checks of the rotation parameters OpRoPE and OpRoPECache share. */
+Rotation
+checkRotation(const Checker& check, RoPEMode roPEMode, uint32_t headDim, uint32_t ropeDims, float theta)
+{
+    uint32_t mode = static_cast<uint32_t>(roPEMode);
+    check.require(mode <= 1, format("unknown RoPEMode {}", mode));
+    check.require(headDim % 2 == 0, format("headDim = {} must be even", headDim));
+    uint32_t dims = ropeDims == 0 ? headDim : ropeDims;
+    check.require(dims % 2 == 0 && dims <= headDim,
+                  format("ropeDims = {} must be even and at most headDim = {}", dims, headDim));
+    check.require(theta > 0.0f, format("theta must be positive ({} given)", theta));
+    return { mode, dims };
+}
+
+/** Rows of `cols` elements, `stride` apart from `offset`, that fit in a
+ * tensor of `size` elements (at least one: the caller checked it). */
+uint32_t
+rowsThatFit(uint64_t size, uint64_t offset, uint64_t cols, uint64_t stride)
+{
+    return static_cast<uint32_t>(std::min<uint64_t>(UINT32_MAX, (size - offset - cols) / stride + 1));
+}
+
+} // namespace
 
 OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEParams& params)
   : KernelOp("OpRoPE")
@@ -29,16 +63,12 @@ OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEPa
     check.sameDataType(0, 2);
     check.require(type != kernels::StorageType::eBF16, "x and y must be f32 or f16 (eFloat or eHalf)");
     check.dataType(1, { Memory::DataTypes::eUnsignedInt });
-    uint32_t mode = static_cast<uint32_t>(params.mode);
-    check.require(mode <= 1, format("unknown RoPEMode {}", mode));
     check.require(params.rows > 0 && params.heads > 0 && params.headDim > 0,
                   format("rows, heads and headDim must be at least 1 ({}, {}, {} given)", params.rows,
                          params.heads, params.headDim));
-    check.require(params.headDim % 2 == 0, format("headDim = {} must be even", params.headDim));
-    uint32_t ropeDims = params.ropeDims == 0 ? params.headDim : params.ropeDims;
-    check.require(ropeDims % 2 == 0 && ropeDims <= params.headDim,
-                  format("ropeDims = {} must be even and at most headDim = {}", ropeDims, params.headDim));
-    check.require(params.theta > 0.0f, format("theta must be positive ({} given)", params.theta));
+    Rotation rotation = checkRotation(check, params.mode, params.headDim, params.ropeDims, params.theta);
+    uint32_t mode = rotation.mode;
+    uint32_t ropeDims = rotation.ropeDims;
     uint64_t rowWidth = uint64_t(params.heads) * params.headDim;
     check.require(rowWidth <= UINT32_MAX, "heads * headDim exceeds 2^32 - 1");
     uint32_t xStride = params.xRowStride == 0 ? static_cast<uint32_t>(rowWidth) : params.xRowStride;
@@ -88,6 +118,117 @@ OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEPa
                                         kernels::builtinSpirv(std::string("rope_") + kernels::typeName(type)),
                                         kernels::grid((invocations + local - 1) / local, check.caps(), "OpRoPE"),
                                         { local, mode, hasFactors ? 1u : 0u }, push));
+    setPath("element-wise");
+}
+
+OpRoPECache::OpRoPECache(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPECacheParams& params)
+  : KernelOp("OpRoPECache")
+{
+    std::vector<const char*> names = { "qkv", "positions", "keyCache", "valueCache" };
+    size_t factorsIndex = names.size();
+    if (params.hasFreqFactors) {
+        names.push_back("freqFactors");
+    }
+    size_t biasIndex = names.size();
+    if (params.hasBias) {
+        names.push_back("bias");
+    }
+    if (tensors.size() != names.size()) {
+        throw Error(format("OpRoPECache: needs tensors {{qkv, positions, keyCache, valueCache{}{}}} (hasFreqFactors "
+                           "{}, hasBias {}), {} given",
+                           params.hasFreqFactors ? ", freqFactors" : "", params.hasBias ? ", bias" : "",
+                           params.hasFreqFactors ? "true" : "false", params.hasBias ? "true" : "false",
+                           tensors.size()));
+    }
+    Checker check("OpRoPECache", tensors, names);
+    auto type = check.storageType(0);
+    check.require(type != kernels::StorageType::eBF16, "qkv must be f32 or f16 (eFloat or eHalf)");
+    check.dataType(1, { Memory::DataTypes::eUnsignedInt });
+    auto cacheType = check.storageType(2);
+    check.storageType(3);
+    check.sameDataType(2, 3);
+    check.require(tensors[0] != tensors[2] && tensors[0] != tensors[3] && tensors[2] != tensors[3],
+                  "qkv, keyCache and valueCache must be three different tensors");
+    check.require(params.rows > 0 && params.heads > 0 && params.kvHeads > 0 && params.headDim > 0,
+                  format("rows, heads, kvHeads and headDim must be at least 1 ({}, {}, {}, {} given)", params.rows,
+                         params.heads, params.kvHeads, params.headDim));
+    Rotation rotation = checkRotation(check, params.mode, params.headDim, params.ropeDims, params.theta);
+    uint64_t rowHeads = uint64_t(params.heads) + 2 * uint64_t(params.kvHeads);
+    uint64_t rowWidth = rowHeads * params.headDim;
+    uint64_t cacheWidth = uint64_t(params.kvHeads) * params.headDim;
+    check.require(rowWidth <= UINT32_MAX, "(heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
+    uint32_t qkvStride = params.qkvRowStride == 0 ? static_cast<uint32_t>(rowWidth) : params.qkvRowStride;
+    uint32_t cacheStride = params.cacheRowStride == 0 ? static_cast<uint32_t>(cacheWidth) : params.cacheRowStride;
+    check.require(qkvStride >= rowWidth,
+                  format("qkvRowStride = {} is less than (heads + 2 kvHeads) * headDim = {}", qkvStride, rowWidth));
+    check.require(cacheStride >= cacheWidth,
+                  format("cacheRowStride = {} is less than kvHeads * headDim = {}", cacheStride, cacheWidth));
+    uint64_t qkvExtent = kernels::rowsExtent(params.rows, rowWidth, qkvStride);
+    check.covers(0, params.qkvOffset, qkvExtent,
+                 format("{} rows of {} + 2 x {} heads x {} (row stride {})", params.rows, params.heads,
+                        params.kvHeads, params.headDim, qkvStride));
+    check.covers(1, params.positionsOffset, params.rows, format("{} rows", params.rows));
+    std::string cacheRow = format("one row of {} heads x {}", params.kvHeads, params.headDim);
+    check.covers(2, params.cacheOffset, cacheWidth, cacheRow);
+    check.covers(3, params.cacheOffset, cacheWidth, cacheRow);
+    // Everything the caches may hold from cacheOffset on is written.
+    uint64_t keyExtent = tensors[2]->size() - params.cacheOffset;
+    uint64_t valueExtent = tensors[3]->size() - params.cacheOffset;
+    auto readOnly = [&](size_t index, uint64_t offset, uint64_t extent, const std::string& what) {
+        check.covers(index, offset, extent, what);
+        check.aliasing(index, offset, extent, 0, params.qkvOffset, qkvExtent, false);
+        check.aliasing(index, offset, extent, 2, params.cacheOffset, keyExtent, false);
+        check.aliasing(index, offset, extent, 3, params.cacheOffset, valueExtent, false);
+    };
+    if (params.hasFreqFactors) {
+        check.dataType(factorsIndex, { Memory::DataTypes::eFloat });
+        readOnly(factorsIndex, params.freqFactorsOffset, rotation.ropeDims / 2,
+                 format("ropeDims / 2 = {}", rotation.ropeDims / 2));
+    }
+    if (params.hasBias) {
+        check.dataType(biasIndex, { Memory::DataTypes::eFloat });
+        readOnly(biasIndex, params.biasOffset, rowWidth,
+                 format("(heads + 2 kvHeads) * headDim = {}", rowWidth));
+    }
+    struct
+    {
+        uint32_t rows, heads, kvHeads, headDim, ropeDims;
+        float log2Theta, freqScale;
+        uint32_t qkvRowStride, qkvOffset, cacheRowStride, cacheOffset, keyRows, valueRows, positionsOffset,
+          factorsOffset, biasOffset;
+    } push{ params.rows,
+            params.heads,
+            params.kvHeads,
+            params.headDim,
+            rotation.ropeDims,
+            static_cast<float>(std::log2(double(params.theta))),
+            params.freqScale,
+            qkvStride,
+            check.offset32(params.qkvOffset, "qkvOffset"),
+            cacheStride,
+            check.offset32(params.cacheOffset, "cacheOffset"),
+            rowsThatFit(tensors[2]->size(), params.cacheOffset, cacheWidth, cacheStride),
+            rowsThatFit(tensors[3]->size(), params.cacheOffset, cacheWidth, cacheStride),
+            check.offset32(params.positionsOffset, "positionsOffset"),
+            check.offset32(params.hasFreqFactors ? params.freqFactorsOffset : 0, "freqFactorsOffset"),
+            check.offset32(params.hasBias ? params.biasOffset : 0, "biasOffset") };
+    uint64_t invocations = uint64_t(params.rows) * rowWidth / 2;
+    check.require(invocations <= UINT32_MAX && qkvExtent + params.qkvOffset <= UINT32_MAX,
+                  "rows * (heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
+    uint32_t local = check.caps().localSize(256);
+    // The shader always has six bindings: qkv stands in for what is absent.
+    std::vector<std::shared_ptr<Memory>> bound = { tensors[0],
+                                                   tensors[1],
+                                                   tensors[2],
+                                                   tensors[3],
+                                                   params.hasFreqFactors ? tensors[factorsIndex] : tensors[0],
+                                                   params.hasBias ? tensors[biasIndex] : tensors[0] };
+    std::string name = std::string("rope_cache_") + kernels::typeName(type) + "_" + kernels::typeName(cacheType);
+    addDispatch(kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
+                                        kernels::grid((invocations + local - 1) / local, check.caps(), "OpRoPECache"),
+                                        { local, rotation.mode, params.hasFreqFactors ? 1u : 0u,
+                                          params.hasBias ? 1u : 0u },
+                                        push));
     setPath("element-wise");
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace kp_test {
 namespace {
@@ -29,12 +30,15 @@ class RowKernelTest : public KomputeParamTest<Reduction>
     {
         return std::make_unique<DisablePaths>(GetParam() == Reduction::SharedMemory ? "subgroup" : nullptr);
     }
-    void expectPath(const kp::KernelOp& op)
+    /** The reduction path of `op`; `split`: the many-workgroup argmax
+     * of one row ("split-" and the reduction path). */
+    void expectPath(const kp::KernelOp& op, bool split = false)
     {
+        std::string prefix = split ? "split-" : "";
         if (GetParam() == Reduction::SharedMemory) {
-            EXPECT_EQ(op.path(), "shared-memory");
+            EXPECT_EQ(op.path(), prefix + "shared-memory");
         } else {
-            EXPECT_TRUE(op.path() == "subgroup" || op.path() == "shared-memory") << op.path();
+            EXPECT_TRUE(op.path() == prefix + "subgroup" || op.path() == prefix + "shared-memory") << op.path();
         }
     }
 };
@@ -75,7 +79,10 @@ TEST_P(RowKernelTest, ReduceOverEveryTypeAndShape)
                     auto disabled = paths();
                     reduce = std::make_shared<kp::OpReduce>(Tensors{ x, y }, params);
                 }
-                expectPath(*reduce);
+                // One row longer than 4 x 256 values: many workgroups on a
+                // GPU, one on a CPU device.
+                bool cpu = mgr().getDeviceProperties().deviceType == vk::PhysicalDeviceType::eCpu;
+                expectPath(*reduce, op == ReduceOp::eArgmax && shape.rows == 1 && shape.cols > 1024 && !cpu);
                 runOp(mgr(), { x, y }, reduce, { y }); // y too: its element 0 must stay 77
                 for (uint32_t r = 0; r < shape.rows; ++r) {
                     const float* row = values.data() + offset + r * stride;
@@ -125,6 +132,90 @@ TEST_P(RowKernelTest, ArgmaxTakesTheFirstOfEqualsAndSkipsNaN)
     }
     runOp(mgr(), { x }, op, { y });
     EXPECT_EQ(y->vector()[0], 300u);
+}
+
+TEST_P(RowKernelTest, ArgmaxOfOneLongRowOverManyWorkgroups)
+{
+    // A decode step's logits (128256, Llama 3's vocabulary): the row is
+    // split between workgroups, and the merge keeps the first of equal
+    // maxima wherever they fall (in one chunk, in two, on a chunk's edge),
+    // never a NaN; a recorded operation evaluated again gives the new
+    // row's answer (the workgroups' count starts from 0 each time).
+    // Up to 1024 workgroups (126 of ~1018 values), 7 (chunks of 18323),
+    // and the device's choice (one on a CPU device).
+    const uint32_t cols = 128256;
+    for (auto [type, groups] : std::vector<std::pair<DataTypes, uint32_t>>{ { DataTypes::eFloat, 1024 },
+                                                                          { DataTypes::eHalf, 1024 },
+                                                                          { DataTypes::eBFloat16, 1024 },
+                                                                          { DataTypes::eFloat, 7 },
+                                                                          { DataTypes::eFloat, 0 } }) {
+        SCOPED_TRACE(shortName(type) + " argmaxGroups " + std::to_string(groups));
+        auto values = roundTo(type, randomValues(cols + 1, 7, -4.0f, 4.0f));
+        auto x = floatTensor(mgr(), type, values);
+        auto y = mgr().tensorT<uint32_t>(std::vector<uint32_t>{ 77 });
+        kp::ReduceParams params;
+        params.op = ReduceOp::eArgmax;
+        params.cols = cols;
+        params.xOffset = 1;
+        params.argmaxGroups = groups;
+        std::shared_ptr<kp::OpReduce> op;
+        {
+            auto disabled = paths();
+            op = std::make_shared<kp::OpReduce>(Tensors{ x, y }, params);
+        }
+        bool cpu = mgr().getDeviceProperties().deviceType == vk::PhysicalDeviceType::eCpu;
+        expectPath(*op, groups != 0 || !cpu);
+        auto seq = mgr().sequence();
+        seq->record<kp::OpSyncDevice>({ x })->record(op)->record<kp::OpSyncLocal>({ y });
+        auto hostArgmax = [&](const std::vector<float>& v) {
+            uint32_t best = 0;
+            for (uint32_t c = 1; c < cols; ++c) {
+                if (v[1 + c] > v[1 + best]) {
+                    best = c;
+                }
+            }
+            return best;
+        };
+        struct Case
+        {
+            const char* what;
+            std::vector<std::pair<uint32_t, float>> set; // (column, value)
+            uint32_t expected;
+        };
+        std::vector<Case> cases = {
+            { "random", {}, hostArgmax(values) },
+            { "equals far apart", { { 100000, 9.0f }, { 5000, 9.0f }, { 127000, 9.0f } }, 5000 },
+            { "equals in one chunk", { { 20001, 9.0f }, { 20000, 9.0f } }, 20000 },
+            { "equals on either side of every 1000th column", {}, 0 },
+            { "NaN above the maximum", { { 3, NAN }, { 64000, 9.0f }, { 128255, NAN } }, 64000 },
+            { "the last column", { { 128255, 9.0f } }, 128255 },
+        };
+        // Ties at columns 999 and 1000, 1999 and 2000, ...: the first, 999,
+        // whatever chunks the op made.
+        for (uint32_t c = 1000; c < cols; c += 1000) {
+            cases[3].set.push_back({ c, 9.0f });
+            cases[3].set.push_back({ c - 1, 9.0f });
+        }
+        cases[3].expected = 999;
+        for (const Case& c : cases) {
+            SCOPED_TRACE(c.what);
+            std::vector<float> row = values;
+            for (auto [column, value] : c.set) {
+                row[1 + column] = value;
+            }
+            auto stored = floatTensor(mgr(), type, row); // the row as its type stores it
+            std::memcpy(x->rawData(), stored->rawData(), x->memorySize());
+            seq->eval();
+            EXPECT_EQ(y->vector()[0], c.expected);
+        }
+        // Every value NaN or -inf: 0, as one workgroup says.
+        std::vector<float> none(cols + 1, -INFINITY);
+        none[500] = NAN;
+        auto stored = floatTensor(mgr(), type, none);
+        std::memcpy(x->rawData(), stored->rawData(), x->memorySize());
+        seq->eval();
+        EXPECT_EQ(y->vector()[0], 0u);
+    }
 }
 
 void
@@ -440,6 +531,18 @@ TEST_F(RowKernelErrorTest, BadInputIsAClearError)
     EXPECT_TRUE(throwsWith([&] { kp::OpReduce({ x, y }, strided); }, { "xRowStride = 4 is less than cols = 8" }));
     kp::ReduceParams empty;
     EXPECT_TRUE(throwsWith([&] { kp::OpReduce({ x, y }, empty); }, { "rows and cols must be at least 1" }));
+    kp::ReduceParams split = argmax;
+    split.rows = 1;
+    split.argmaxGroups = 1025;
+    EXPECT_TRUE(throwsWith([&] { kp::OpReduce({ x, u }, split); }, { "argmaxGroups = 1025 is more than 1024" }));
+    kp::ReduceParams splitRows = argmax;
+    splitRows.argmaxGroups = 4;
+    EXPECT_TRUE(throwsWith([&] { kp::OpReduce({ x, u }, splitRows); },
+                           { "argmaxGroups = 4 applies to the argmax of one row only", "rows 8" }));
+    kp::ReduceParams splitSum = sum;
+    splitSum.rows = 1;
+    splitSum.argmaxGroups = 4;
+    EXPECT_TRUE(throwsWith([&] { kp::OpReduce({ x, y }, splitSum); }, { "applies to the argmax of one row only" }));
 
     kp::SoftmaxParams softmax;
     softmax.rows = 8;

@@ -20,7 +20,14 @@ enum class ReduceOp
 
 /** y[yOffset + r] = reduce(x[xOffset + r * xRowStride + c] for c < cols)
  * for r < rows. x: f32, f16 or bf16; y: f32 (eUnsignedInt for eArgmax).
- * Sums accumulate in f32. */
+ * Sums accumulate in f32. One workgroup reduces each row, except the argmax
+ * of a single row longer than 4 x the local size (a decode step's logits)
+ * on a GPU (see argmaxGroups): many workgroups take a chunk each and the
+ * last to finish merges their results (path "split-subgroup" or
+ * "split-shared-memory"), with the same rule (the first of equals, NaN
+ * never wins) and so the same index. That path keeps a count in a buffer
+ * of its own between evaluations: an operation on it must not run in two
+ * submissions at once (as OpAttention). */
 struct ReduceParams
 {
     ReduceOp op = ReduceOp::eSum; ///< the reduction
@@ -29,6 +36,12 @@ struct ReduceParams
     uint32_t xRowStride = 0; ///< elements between rows of x; 0: cols
     uint64_t xOffset = 0; ///< first element of x
     uint64_t yOffset = 0; ///< first element of y
+    /** The argmax of one row (rows 1): at most this many workgroups, each
+     * taking at least 4 values per invocation (1: one workgroup; at most
+     * 1024). 0: the device's choice: up to 1024 on GPUs, one on CPU
+     * devices, where a workgroup costs more than its share of the row
+     * saves (lavapipe: 5.1 ms split, 0.3 ms in one for 128256 values). */
+    uint32_t argmaxGroups = 0;
 };
 
 /** OpReduce({x, y}, ReduceParams). */

@@ -39,16 +39,27 @@ layout(push_constant) uniform Push
     uint wHeadStride;
 } p;
 
-// Writes normalized value v of column c: the weight and bias applied.
-void storeNormalized(float v, uint c, uint yBase, uint wBase)
+// Writes normalized value v of column c: `weight` and `bias` (column c's,
+// or 1 and 0 without them) applied.
+void storeNormalized(float v, uint c, uint yBase, float weight, float bias)
 {
     if (HAS_WEIGHT != 0) {
-        v *= w[wBase + c];
+        v *= weight;
     }
     if (HAS_BIAS != 0) {
-        v += b[p.bOffset + c];
+        v += bias;
     }
     STORE(TYPE, y, yBase + c, v);
+}
+
+float weightOf(uint c, uint wBase)
+{
+    return HAS_WEIGHT != 0 ? w[wBase + c] : 1.0;
+}
+
+float biasOf(uint c)
+{
+    return HAS_BIAS != 0 ? b[p.bOffset + c] : 0.0;
 }
 
 void main()
@@ -72,10 +83,17 @@ void main()
     // trip per iteration and pass (12 us a 4096-row on the H200).
     const uint WG = gl_WorkGroupSize.x;
     if (p.cols <= CACHED * WG) {
+        // The weights and biases are loaded with the row, so that their
+        // loads overlap those of x instead of following the reductions.
         float v[CACHED];
+        float weights[CACHED];
+        float biases[CACHED];
         [[unroll]] for (uint k = 0; k < CACHED; ++k) {
             uint c = t + k * WG;
-            v[k] = c < p.cols ? LOAD(TYPE, x, xBase + c) : 0.0;
+            bool inside = c < p.cols;
+            v[k] = inside ? LOAD(TYPE, x, xBase + c) : 0.0;
+            weights[k] = inside ? weightOf(c, wBase) : 1.0;
+            biases[k] = inside ? biasOf(c) : 0.0;
         }
         float cachedMean = 0.0;
 #ifdef LAYER
@@ -94,7 +112,7 @@ void main()
         [[unroll]] for (uint k = 0; k < CACHED; ++k) {
             uint c = t + k * WG;
             if (c < p.cols) {
-                storeNormalized((v[k] - cachedMean) * cachedInverse, c, yBase, wBase);
+                storeNormalized((v[k] - cachedMean) * cachedInverse, c, yBase, weights[k], biases[k]);
             }
         }
         return;
@@ -115,6 +133,6 @@ void main()
     }
     float inverse = inversesqrt(workgroupSum(squares) * invCols + p.eps);
     for (uint c = t; c < p.cols; c += gl_WorkGroupSize.x) {
-        storeNormalized((LOAD(TYPE, x, xBase + c) - mean) * inverse, c, yBase, wBase);
+        storeNormalized((LOAD(TYPE, x, xBase + c) - mean) * inverse, c, yBase, weightOf(c, wBase), biasOf(c));
     }
 }

@@ -75,7 +75,8 @@ bool better(float v, uint i, float bestV, uint bestI)
     return v > bestV || (v == bestV && i < bestI);
 }
 
-uint workgroupArgmax(float v, uint index)
+// v: the invocation's best value in, the workgroup's out.
+uint workgroupArgmax(inout float v, uint index)
 {
 #ifdef SUBGROUP
     float best = subgroupMax(v);
@@ -105,8 +106,10 @@ uint workgroupArgmax(float v, uint index)
         }
         barrier();
     }
+    float resultV = reduceValues[0];
     uint resultI = reduceIndices[0];
 #endif
     barrier();
+    v = resultV;
     return resultI;
 }

@@ -26,9 +26,11 @@ rm -rf /tmp/vvl && mkdir -p /tmp/vvl
 for f in .gl-extra/*.deb; do dpkg -x "$f" /tmp/vvl; done
 export VK_LAYER_PATH=/tmp/vvl/usr/share/vulkan/explicit_layer.d
 B=${GPU_BUNDLE:-.gpu-bundle}
-# bundle.sh packs the folder: the carried B.tar.gz is unpacked here.
-if [ -f "$B.tar.gz" ]; then
-    rm -rf "$B" && tar xzf "$B.tar.gz" -C "$(dirname "$B")" || { echo "could not unpack $B.tar.gz"; exit 1; }
+# bundle.sh packs the folder: the carried B.tar.gz is unpacked here, once
+# per archive (a warm machine keeps the folder between calls).
+if [ -f "$B.tar.gz" ] && ! [ "$B/.unpacked" -nt "$B.tar.gz" ]; then
+    rm -rf "$B" && tar xzf "$B.tar.gz" -C "$(dirname "$B")" && touch "$B/.unpacked" ||
+        { echo "could not unpack $B.tar.gz"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$PWD/$B:/tmp/vvl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 # The Python module (bundle.sh), for kompute-bench's case i.

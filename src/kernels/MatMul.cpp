@@ -261,10 +261,19 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             bound = { memObjects[1], memObjects[0], memObjects[2] };
         }
         mv.out = variant.c;
-        bool intDot = hasUnitRowModes(mv.w) && view.intDot && !caps.isDisabled("int-dot");
-        bool stageable = !mv.columnMode && !caps.isDisabled("staged") &&
-                         matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
-        MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable);
+        // Q8_0/Q4_0 take the int-dot build where the device accelerates it;
+        // "matvec-float" turns their float build off, so that devices which
+        // only support the instructions (lavapipe) run it too (tests).
+        // Q4_K and Q5_K take it in the quantized-x mode only (the float unit row
+        // mode otherwise).
+        bool intDot = hasQxRowMode(mv.w) && !caps.isDisabled("int-dot") &&
+                      (view.intDot || (view.intDotSupported && caps.isDisabled("matvec-float")));
+        bool wholeChunks = !mv.columnMode &&
+                           matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
+        bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !caps.isDisabled("staged");
+        bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
+        MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
+        intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
         if (matVecProblem(config, view).empty()) {
             // Units of 16 bytes of float weights; x in 4-element loads, or 8
             // for 16-bit x beside 16-bit weights.

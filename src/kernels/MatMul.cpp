@@ -230,6 +230,15 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
     resolveOperand(check, "B", bElements, bRows, bCols, p.batch, p.ldb, p.strideB, p.offsetB, bUnit);
     resolveOperand(check, "C", c.size(), p.m, p.n, p.batch, p.ldc, p.strideC, p.offsetC, "elements");
+    if (p.swigluA) {
+        if (p.m != 1) {
+            check.fail(format("swigluA is an input of the mat-vec (m = 1), not of a product with m = {}", p.m));
+        }
+        uint32_t lda = p.lda;
+        uint64_t strideA = p.strideA;
+        resolveOperand(check, "A (its gate, from gateOffsetA)", a.size(), aRows, aCols, p.batch, lda, strideA,
+                       p.gateOffsetA, "elements");
+    }
 
     mParams = p;
 
@@ -248,7 +257,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             push = { p.n, p.k, p.transA ? p.lda : 1u, p.ldb, 1u,
                      static_cast<uint32_t>(p.strideA), static_cast<uint32_t>(p.strideB),
                      static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetA),
-                     static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta };
+                     static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta,
+                     static_cast<int32_t>(int64_t(p.gateOffsetA) - int64_t(p.offsetA)) };
+            mv.glu = p.swigluA;
             bound = { memObjects[0], memObjects[1], memObjects[2] };
         } else { // out[i] = sum_k op(A)[i][k] * B[k][0]
             mv.x = variant.b;
@@ -282,6 +293,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             mv.vecW = !mv.columnMode && !isQuantized(mv.w) && aligned(push.ldw, unit) &&
                       aligned(push.wOffset, unit) && (p.batch == 1 || aligned(push.wBatchStride, unit));
             mv.vecX = push.xStride == 1 && aligned(push.xOffset, xWidth) &&
+                      (!mv.glu || aligned(p.gateOffsetA, xWidth)) &&
                       (p.batch == 1 || aligned(push.xBatchStride, xWidth));
             uint32_t outputsPerGroup = mv.columnMode ? config.threads / config.kSplit : config.rows;
             Workgroup grid{ groups(push.rows, outputsPerGroup), p.batch, 1 };
@@ -295,6 +307,14 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             setPath(intDot ? "matvec-int-dot" : "matvec");
             return;
         }
+    }
+
+    if (p.swigluA) {
+        check.fail(format("swigluA needs the mat-vec, which '{}' does not run here ({})",
+                          view.name,
+                          caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
+                          : !view.subgroupArithmetic ? "no subgroup arithmetic"
+                                                     : "no mat-vec configuration fits"));
     }
 
     // --- GEMM ---------------------------------------------------------------------

@@ -88,7 +88,7 @@ std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
     return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
-             c.qxBlocks };
+             c.qxBlocks, v.glu };
 }
 
 uint32_t

@@ -145,6 +145,7 @@ struct MatVecVariant
     uint32_t x = kF32, w = kF32, out = kF32;
     bool columnMode = false;
     bool vecW = false, vecX = false;
+    bool glu = false; // x = silu(gate) * up (MatMulParams::swigluA)
 };
 
 /** The push-constant blocks (GemmParams in MatMulParams.glsl, MatVecParams
@@ -164,6 +165,7 @@ struct MatVecPush
     uint32_t xBatchStride, wBatchStride, outBatchStride;
     uint32_t xOffset, wOffset, outOffset;
     float alpha, beta;
+    int32_t xGateDelta; // MatVecVariant::glu: the gate's offset - xOffset
 };
 
 std::vector<uint32_t> tiledSpecialization(const TiledConfig& config, const GemmVariant& variant);

@@ -282,6 +282,9 @@ TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
                         continue;
                     }
                     for (bool transA : { false, true }) {
+                        if (transA && a != Elem::F32) {
+                            continue; // strided x: one type is enough
+                        }
                         GemmCase gc{ shape(s[0], s[1], s[2], transA, true), a, b, Elem::F32 };
                         gc.seed = s[1] + s[2] + (transA ? 1 : 0);
                         // Random bytes reach every bit of the K-quants'
@@ -362,6 +365,80 @@ TEST_F(MatMul, QuantizedXMatVecIsExactOnInt8Activations)
             EXPECT_NEAR(out[j], ref, 1e-5 * magnitude) << "row " << j;
         }
     }
+}
+
+// MatMulParams::swigluA: x = silu(gate) * up read from two vectors of A, on
+// every mat-vec mode (float rows, staged, plain and quantized-x int-dot,
+// the K-quants' unit rows), with strided x (transA) and batches.
+TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
+{
+    bool intDots = mgr().capabilities().integerDotProduct.supported;
+    for (const char* disabled : { (const char*)nullptr, "staged", "matvec-float", "matvec-float,matvec-qx" }) {
+        if (disabled && std::string(disabled).rfind("matvec-float", 0) == 0 && !intDots) {
+            continue;
+        }
+        SCOPED_TRACE(disabled ? disabled : "default");
+        DisablePaths disable(disabled);
+        for (Elem b : { Elem::F32, Elem::F16, Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q6_K }) {
+            for (Elem a : { Elem::F32, Elem::F16 }) {
+                for (uint32_t lda : { 0u, 3u }) {
+                    SCOPED_TRACE(std::string(elemName(a)) + " x " + elemName(b) + " lda " + std::to_string(lda));
+                    const uint32_t n = 19, k = 512, batch = 2;
+                    uint32_t step = lda ? lda : 1;
+                    uint64_t vector = uint64_t(k - 1) * step + 1;
+                    // Per batch: the gate from 0, the up from vector + 8.
+                    uint64_t upOffset = (vector + 8 + 7) / 8 * 8, strideA = 2 * upOffset + 16;
+                    std::vector<float> aStored, bStored;
+                    auto at = makeOperand(mgr(), a, randomValues(batch * strideA, 21 + lda, -3.0f, 3.0f), aStored);
+                    auto bt = makeOperand(mgr(), b, randomValues(size_t(batch) * n * k, 22), bStored);
+                    auto ct = mgr().tensor(std::vector<float>(batch * n, 0.0f));
+                    auto p = shape(1, n, k, lda != 0, true);
+                    p.lda = lda;
+                    p.batch = batch;
+                    p.strideA = strideA;
+                    p.offsetA = upOffset;
+                    p.swigluA = true;
+                    p.gateOffsetA = 0;
+                    p.formatB = weightFormat(b);
+                    auto op = std::make_shared<kp::OpMatMul>(std::vector<std::shared_ptr<kp::Memory>>{ at, bt, ct }, p);
+                    EXPECT_EQ(op->path().rfind("matvec", 0), 0u) << op->path();
+                    mgr().sequence()->record<kp::OpSyncDevice>({ at, bt })->record(op)->record<kp::OpSyncLocal>({ ct })->eval();
+                    auto out = ct->vector();
+                    bool intDot = op->path() == "matvec-int-dot";
+                    for (uint32_t bi = 0; bi < batch; ++bi) {
+                        for (uint32_t j = 0; j < n; ++j) {
+                            double ref = 0, magnitude = 0;
+                            for (uint32_t kk = 0; kk < k; ++kk) {
+                                double g = aStored[bi * strideA + kk * step];
+                                double up = aStored[bi * strideA + upOffset + kk * step];
+                                double x = g / (1 + std::exp(-g)) * up;
+                                double v = x * bStored[(size_t(bi) * n + j) * k + kk];
+                                ref += v;
+                                magnitude += std::fabs(v);
+                            }
+                            double tolerance = (intDot ? 1.0 / 127 : 1e-5) * magnitude + 1e-6;
+                            EXPECT_NEAR(out[bi * n + j], ref, tolerance) << "batch " << bi << " row " << j << " path "
+                                                                         << op->path();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Refused where no mat-vec runs.
+    auto x = mgr().tensor(std::vector<float>(64 * 2, 1.0f));
+    auto w = mgr().tensor(std::vector<float>(64 * 4, 1.0f));
+    auto c = mgr().tensor(std::vector<float>(8, 0.0f));
+    auto gemm = shape(2, 4, 64, false, true);
+    gemm.swigluA = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gemm); }, { "swigluA is an input of the mat-vec" }));
+    auto gate = shape(1, 4, 64, false, true);
+    gate.swigluA = true;
+    gate.gateOffsetA = 100;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "A (its gate, from gateOffsetA) holds 128" }));
+    gate.gateOffsetA = 64;
+    DisablePaths off("matvec");
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
 // --- Bad input: clear errors before anything is recorded ----------------------

@@ -57,6 +57,16 @@ struct MatMulParams
      * eQ4_K, ...): B is an eUnsignedChar tensor of GGUF blocks stored
      * [n][k] (transB = true), k a multiple of blockWeights(formatB). */
     WeightFormat formatB = WeightFormat::eNone;
+    /** Ours: the row of A is the SwiGLU of two rows of A, silu(gate) * up
+     * with silu(g) = g / (1 + e^-g): up at offsetA (as without it), gate at
+     * gateOffsetA, both strideA apart between batches and lda apart between
+     * elements when transA. For m = 1 (the mat-vec: an LLM's down
+     * projection reading its feed-forward's gate and up projections, one
+     * dispatch fewer); other shapes, or with the mat-vec turned off
+     * (KOMPUTE_ENV_DISABLE=matvec), are refused. */
+    bool swigluA = false;
+    /** With swigluA: first element of the gate vector in A. */
+    uint64_t gateOffsetA = 0;
 };
 
 /**

@@ -40,6 +40,8 @@ layout(constant_id = 10) const uint TILE_BLOCKS = 32;
 // shared memory QX_BLOCKS 32-element blocks at a time (a multiple of 8); 0:
 // the row modes above.
 layout(constant_id = 11) const uint QX_BLOCKS = 0;
+// x is silu(gate) * up (see xAt), the gate xGateDelta elements from x.
+layout(constant_id = 12) const uint X_GLU = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -48,6 +50,7 @@ layout(push_constant) uniform MatVecParams
     uint xBatchStride, wBatchStride, outBatchStride;
     uint xOffset, wOffset, outOffset;
     float alpha, beta;
+    int xGateDelta;
 }
 p;
 
@@ -119,7 +122,35 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase)
     }
 }
 
-float xAt(uint base, uint i) { return XLoad(X_TYPE, base + i * p.xStride); }
+// x as the modes read it: the operand, or with X_GLU the SwiGLU of two
+// vectors of it, silu(gate) * up (an LLM's feed-forward activation fused
+// into its down projection), the gate xGateDelta elements from the up.
+float silu(float g) { return g / (1.0 + exp(-g)); }
+vec4 silu(vec4 g) { return g / (1.0 + exp(-g)); }
+
+float xAt(uint base, uint i)
+{
+    uint e = base + i * p.xStride;
+    float up = XLoad(X_TYPE, e);
+    return X_GLU != 0 ? silu(XLoad(X_TYPE, uint(int(e) + p.xGateDelta))) * up : up;
+}
+
+vec4 xLoad4(uint e)
+{
+    vec4 up = XLoad4(X_TYPE, e);
+    return X_GLU != 0 ? silu(XLoad4(X_TYPE, uint(int(e) + p.xGateDelta))) * up : up;
+}
+
+void xLoad8(uint e, out vec4 lo, out vec4 hi)
+{
+    XLoad8(X_TYPE, e, lo, hi);
+    if (X_GLU != 0) {
+        vec4 gateLo, gateHi;
+        XLoad8(X_TYPE, uint(int(e) + p.xGateDelta), gateLo, gateHi);
+        lo *= silu(gateLo);
+        hi *= silu(gateHi);
+    }
+}
 
 // x values of the unit starting at element k0 (Q4_0: elements k0..k0+3 and
 // k0+16..k0+19 of a block, since a byte holds weights j and j + 16).
@@ -128,8 +159,8 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
     hi = vec4(0);
     if (W_TYPE == TYPE_Q4_0) {
         if (VEC_X != 0) {
-            lo = XLoad4(X_TYPE, xBase + k0);
-            hi = XLoad4(X_TYPE, xBase + k0 + 16u);
+            lo = xLoad4(xBase + k0);
+            hi = xLoad4(xBase + k0 + 16u);
         } else {
             for (uint i = 0; i < 4; ++i) {
                 lo[i] = xAt(xBase, k0 + i);
@@ -140,7 +171,7 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
     }
     if (UNIT == 8) {
         if (VEC_X != 0) {
-            XLoad8(X_TYPE, xBase + k0, lo, hi);
+            xLoad8(xBase + k0, lo, hi);
         } else {
             for (uint i = 0; i < 4; ++i) {
                 lo[i] = xAt(xBase, k0 + i);
@@ -150,7 +181,7 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
         return;
     }
     if (VEC_X != 0) {
-        lo = XLoad4(X_TYPE, xBase + k0);
+        lo = xLoad4(xBase + k0);
     } else {
         for (uint i = 0; i < 4; ++i) {
             lo[i] = xAt(xBase, k0 + i);
@@ -611,8 +642,8 @@ void unitRowMode()
         [[unroll]] for (uint run = 0; run < 4u; ++run) {
             uint k0 = (block << UNIT_BLOCK_SHIFT) + unitRunStart(part, run);
             if (VEC_X != 0) {
-                xs[2u * run] = XLoad4(X_TYPE, xBase + k0);
-                xs[2u * run + 1u] = XLoad4(X_TYPE, xBase + k0 + 4u);
+                xs[2u * run] = xLoad4(xBase + k0);
+                xs[2u * run + 1u] = xLoad4(xBase + k0 + 4u);
             } else {
                 for (uint i = 0; i < 4; ++i) {
                     xs[2u * run][i] = xAt(xBase, k0 + i);
@@ -670,7 +701,7 @@ void quantizeXBlock(uint xBase, uint block, uint slot)
     uint k0 = block * 32u;
     [[unroll]] for (uint j = 0; j < 8u; ++j) {
         if (VEC_X != 0) {
-            v[j] = XLoad4(X_TYPE, xBase + k0 + 4u * j);
+            v[j] = xLoad4(xBase + k0 + 4u * j);
         } else {
             for (uint i = 0; i < 4u; ++i) {
                 v[j][i] = xAt(xBase, k0 + 4u * j + i);

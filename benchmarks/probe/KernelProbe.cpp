@@ -933,7 +933,8 @@ runMatVec(Context& ctx,
     std::string name = std::string("matvec ") + std::to_string(rows) + "x" + std::to_string(k) + " " +
                        elementTypeName(wType) + (intDot ? " int-dot" : "") + " threads " +
                        std::to_string(config.threads) + " rows " + std::to_string(config.rows) +
-                       (config.staged ? " staged " + std::to_string(config.tileBlocks) : "");
+                       (config.staged ? " staged " + std::to_string(config.tileBlocks) : "") +
+                       (config.qxBlocks ? " qx " + std::to_string(config.qxBlocks) : "");
     if (!options.filter.empty() && name.find(options.filter) == std::string::npos) {
         return;
     }
@@ -947,8 +948,11 @@ runMatVec(Context& ctx,
     Operand& x = data.x;
     Buffer& out = data.out;
     MatVecVariant variant{ kF32, wType, kF32, false, wType == kF16 || wType == kF32, true };
-    if (config.staged && !matVecStageable(wType, k, k, 0, 0, 1)) {
+    if ((config.staged || config.qxBlocks) && !matVecStageable(wType, k, k, 0, 0, 1)) {
         return;
+    }
+    if (config.qxBlocks && !intDot) {
+        return; // the quantized-x mode is the int-dot build's
     }
     auto spirvArray = kp::kernels::builtinSpirv(intDot ? "matvec_int_dot" : "matvec");
     try {
@@ -984,6 +988,26 @@ runMatVec(Context& ctx,
     } catch (const std::exception& e) {
         std::printf("%-70s failed: %s\n", name.c_str(), e.what());
     }
+}
+
+// The int-dot quantized-x mode's sweep: x whole in shared memory (k / 32
+// blocks, as chooseMatVec takes it up to 512), and in chunks of 128 blocks.
+std::vector<MatVecConfig>
+qxConfigs(uint32_t k)
+{
+    std::vector<MatVecConfig> configs;
+    uint32_t whole = std::max(8u, (k / 32 + 7) / 8 * 8);
+    for (uint32_t threads : { 128u, 256u, 512u }) {
+        for (uint32_t r : { 4u, 8u, 16u, 32u }) {
+            if (threads / r >= 4) {
+                configs.push_back({ threads, r, 8, false, 32, whole });
+            }
+        }
+    }
+    for (uint32_t r : { 8u, 16u }) {
+        configs.push_back({ 256, r, 8, false, 32, 128 });
+    }
+    return configs;
 }
 
 // --- Read and copy bandwidth of the device in Vulkan ---------------------------------
@@ -1226,11 +1250,14 @@ main(int argc, char** argv)
                 MatVecData data(ctx, rows, k, w);
                 for (bool intDot : { false, true }) {
                     bool intDotRuns = ctx.intDot || (options.allPaths && ctx.intDotSupported);
-                    if (intDot && (!intDotRuns || !hasUnitRowModes(w))) {
+                    if (intDot && (!intDotRuns || !hasQxRowMode(w))) {
                         continue;
                     }
                     std::vector<MatVecConfig> configs;
-                    if (isQuantized(w) && !hasUnitRowModes(w)) {
+                    if (intDot && !hasUnitRowModes(w)) {
+                        // Q4_K, Q5_K: the int-dot build has only its quantized-x mode.
+                        configs = qxConfigs(k);
+                    } else if (isQuantized(w) && !hasUnitRowModes(w)) {
                         // The K-quants' unit row mode (no staging).
                         for (uint32_t threads : { 64u, 128u, 256u }) {
                             for (uint32_t r : { 2u, 4u, 8u }) {
@@ -1245,6 +1272,10 @@ main(int argc, char** argv)
                         }
                         configs.push_back({ 128, 8, 8, true, 64 });
                         configs.push_back({ 256, 4, 8, false, 32 }); // unstaged
+                        if (intDot) {
+                            auto qx = qxConfigs(k);
+                            configs.insert(configs.end(), qx.begin(), qx.end());
+                        }
                     } else {
                         for (uint32_t threads : { 128u, 256u }) {
                             for (uint32_t r : { 1u, 2u, 4u }) {

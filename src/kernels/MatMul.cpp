@@ -230,6 +230,15 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
     resolveOperand(check, "B", bElements, bRows, bCols, p.batch, p.ldb, p.strideB, p.offsetB, bUnit);
     resolveOperand(check, "C", c.size(), p.m, p.n, p.batch, p.ldc, p.strideC, p.offsetC, "elements");
+    if (p.swigluA) {
+        if (p.m != 1) {
+            check.fail(format("swigluA is an input of the mat-vec (m = 1), not of a product with m = {}", p.m));
+        }
+        uint32_t lda = p.lda;
+        uint64_t strideA = p.strideA;
+        resolveOperand(check, "A (its gate, from gateOffsetA)", a.size(), aRows, aCols, p.batch, lda, strideA,
+                       p.gateOffsetA, "elements");
+    }
 
     mParams = p;
 
@@ -248,7 +257,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             push = { p.n, p.k, p.transA ? p.lda : 1u, p.ldb, 1u,
                      static_cast<uint32_t>(p.strideA), static_cast<uint32_t>(p.strideB),
                      static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetA),
-                     static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta };
+                     static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta,
+                     static_cast<int32_t>(int64_t(p.gateOffsetA) - int64_t(p.offsetA)) };
+            mv.glu = p.swigluA;
             bound = { memObjects[0], memObjects[1], memObjects[2] };
         } else { // out[i] = sum_k op(A)[i][k] * B[k][0]
             mv.x = variant.b;
@@ -261,10 +272,19 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             bound = { memObjects[1], memObjects[0], memObjects[2] };
         }
         mv.out = variant.c;
-        bool intDot = hasUnitRowModes(mv.w) && view.intDot && !caps.isDisabled("int-dot");
-        bool stageable = !mv.columnMode && !caps.isDisabled("staged") &&
-                         matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
-        MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable);
+        // Q8_0/Q4_0 take the int-dot build where the device accelerates it;
+        // "matvec-float" turns their float build off, so that devices which
+        // only support the instructions (lavapipe) run it too (tests).
+        // Q4_K and Q5_K take it in the quantized-x mode only (the float unit row
+        // mode otherwise).
+        bool intDot = hasQxRowMode(mv.w) && !caps.isDisabled("int-dot") &&
+                      (view.intDot || (view.intDotSupported && caps.isDisabled("matvec-float")));
+        bool wholeChunks = !mv.columnMode &&
+                           matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
+        bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !caps.isDisabled("staged");
+        bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
+        MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
+        intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
         if (matVecProblem(config, view).empty()) {
             // Units of 16 bytes of float weights; x in 4-element loads, or 8
             // for 16-bit x beside 16-bit weights.
@@ -273,6 +293,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             mv.vecW = !mv.columnMode && !isQuantized(mv.w) && aligned(push.ldw, unit) &&
                       aligned(push.wOffset, unit) && (p.batch == 1 || aligned(push.wBatchStride, unit));
             mv.vecX = push.xStride == 1 && aligned(push.xOffset, xWidth) &&
+                      (!mv.glu || aligned(p.gateOffsetA, xWidth)) &&
                       (p.batch == 1 || aligned(push.xBatchStride, xWidth));
             uint32_t outputsPerGroup = mv.columnMode ? config.threads / config.kSplit : config.rows;
             Workgroup grid{ groups(push.rows, outputsPerGroup), p.batch, 1 };
@@ -286,6 +307,14 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             setPath(intDot ? "matvec-int-dot" : "matvec");
             return;
         }
+    }
+
+    if (p.swigluA) {
+        check.fail(format("swigluA needs the mat-vec, which '{}' does not run here ({})",
+                          view.name,
+                          caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
+                          : !view.subgroupArithmetic ? "no subgroup arithmetic"
+                                                     : "no mat-vec configuration fits"));
     }
 
     // --- GEMM ---------------------------------------------------------------------

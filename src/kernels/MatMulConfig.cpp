@@ -87,7 +87,8 @@ coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf
 std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
-    return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks };
+    return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
+             c.qxBlocks, v.glu };
 }
 
 uint32_t
@@ -187,6 +188,17 @@ matVecProblem(const MatVecConfig& c, const DeviceView& device)
     if (c.kSplit == 0 || c.threads % c.kSplit) {
         return "the threads must split k evenly";
     }
+    if (c.qxBlocks) {
+        uint32_t perRow = c.threads / c.rows;
+        if (c.staged || c.qxBlocks % 8 || c.threads % c.rows || (perRow & (perRow - 1)) != 0) {
+            return "the quantized-x mode needs whole groups of 8 blocks and a power of two of threads per row";
+        }
+        if (matVecQxSharedBytes(c.qxBlocks) > device.maxSharedBytes) {
+            return format("{} bytes of shared memory exceed the device's {}",
+                          matVecQxSharedBytes(c.qxBlocks),
+                          device.maxSharedBytes);
+        }
+    }
     if (c.staged) {
         uint32_t shared = c.rows * c.tileBlocks * 34 + kMatVecPartials * 4;
         if (c.tileBlocks == 0 || c.tileBlocks % 8 || shared > device.maxSharedBytes) {
@@ -260,17 +272,35 @@ chooseCoopmat(const DeviceView& device,
     return false;
 }
 
+uint32_t
+matVecQxSharedBytes(uint32_t qxBlocks)
+{
+    // MatVec.comp: per group of 8 blocks 17 uvec4 of int8 x and 9 vec2
+    // scales (padded), beside the partial sums.
+    uint32_t groups = std::max(qxBlocks / 8, 1u);
+    return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4;
+}
+
 bool
 matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64_t batchStride, uint32_t batch)
 {
     // Rows of whole 16-byte chunks: 8 blocks (34 * 8 and 18 * 8 bytes).
     const uint64_t eightBlocks = 8 * 32;
+    if (wType == kQ4_K || wType == kQ5_K) {
+        return true; // OpMatMul checks whole super-blocks
+    }
     return hasUnitRowModes(wType) && k % eightBlocks == 0 && ld % eightBlocks == 0 && offset % eightBlocks == 0 &&
            (batch == 1 || batchStride % eightBlocks == 0);
 }
 
 MatVecConfig
-chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool columnMode, bool stageable)
+chooseMatVec(const DeviceView& device,
+             uint32_t outputs,
+             uint32_t wType,
+             bool columnMode,
+             bool stageable,
+             bool quantizedX,
+             uint32_t k)
 {
     MatVecConfig c;
     if (columnMode) {
@@ -278,6 +308,30 @@ chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool co
         c.kSplit = 8;
         c.rows = 1;
         return c;
+    }
+    if (quantizedX) {
+        MatVecConfig qx;
+        // The quantized-x row mode. AWAITING THE GPU SWEEP: 256 threads, 16
+        // rows (16 threads per row) and x whole in shared memory up to 512
+        // blocks (k = 16384) are a guess from the instruction budget
+        // (docs/matmul-tuning.md), not yet measured; CPUs: small chunks.
+        qx.threads = device.isCpu() ? 64 : 256;
+        qx.rows = device.isCpu() ? 8 : 16;
+        uint32_t rowGroups = ceilDiv(k, 256);
+        qx.qxBlocks = 8 * std::max(1u, std::min(rowGroups, device.isCpu() ? 8u : 64u));
+        while (ceilDiv(outputs, qx.rows) > device.maxGroupCount[0] && qx.rows < 64) {
+            qx.rows *= 2;
+        }
+        while (!matVecProblem(qx, device).empty() && qx.threads > qx.rows && qx.threads > device.subgroupSize) {
+            qx.threads /= 2;
+        }
+        while (!matVecProblem(qx, device).empty() && qx.qxBlocks > 8) {
+            qx.qxBlocks /= 2;
+            qx.qxBlocks -= qx.qxBlocks % 8;
+        }
+        if (matVecProblem(qx, device).empty()) {
+            return qx;
+        }
     }
     c.threads = device.isCpu() ? 64 : 128;
     c.rows = isQuantized(wType) || device.isCpu() ? 4 : 2;
@@ -299,7 +353,7 @@ chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool co
     }
     if (c.staged && !matVecProblem(c, device).empty()) {
         // Too little shared memory for the staged step: the plain row mode.
-        return chooseMatVec(device, outputs, wType, columnMode, false);
+        return chooseMatVec(device, outputs, wType, columnMode, false, false, k);
     }
     return c;
 }

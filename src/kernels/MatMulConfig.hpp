@@ -49,6 +49,13 @@ hasUnitRowModes(uint32_t type)
 {
     return type == kQ8_0 || type == kQ4_0;
 }
+/** The formats the int-dot build's quantized-x row mode takes (Q8_0 and
+ * Q4_0 in groups of 8 blocks, Q4_K and Q5_K a super-block at a time). */
+inline bool
+hasQxRowMode(uint32_t type)
+{
+    return hasUnitRowModes(type) || type == kQ4_K || type == kQ5_K;
+}
 /** The element type of GGUF blocks of `format` (kp::WeightFormat, not
  * eNone): the shaders number them in the enum's order from kQ8_0. */
 uint32_t quantElementType(WeightFormat format);
@@ -82,6 +89,9 @@ struct DeviceView
     std::vector<CoopmatShape> khrBf16Shapes;
     // 4x8-bit packed integer dot products, signed and mixed, accelerated.
     bool intDot = false;
+    // The same instructions enabled but not accelerated (lavapipe): the
+    // int-dot mat-vec runs there only when asked for (tests, the probe).
+    bool intDotSupported = false;
 
     bool isCpu() const { return type == vk::PhysicalDeviceType::eCpu; }
     bool isNvidia() const { return vendorID == 0x10DE; }
@@ -109,12 +119,17 @@ struct CoopmatConfig
 
 /** Mat-vec (MatVec.comp): `rows` outputs per workgroup of `threads`; column
  * mode splits k over `kSplit` threads per output; `staged` quantized rows
- * go through shared memory `tileBlocks` blocks at a time. */
+ * go through shared memory `tileBlocks` blocks at a time. `qxBlocks` (not
+ * 0; the int-dot build, Q8_0/Q4_0 rows of whole 16-byte chunks): the
+ * quantized-x row mode, x quantized to int8 into shared memory `qxBlocks`
+ * 32-element blocks at a time (a multiple of 8), threads / rows threads per
+ * row (a power of two) taking whole groups of 8 blocks. */
 struct MatVecConfig
 {
     uint32_t threads = 128, rows = 2, kSplit = 8;
     bool staged = false;
     uint32_t tileBlocks = 32;
+    uint32_t qxBlocks = 0;
 };
 
 /** Types, transposes and alignment of one GEMM. */
@@ -130,6 +145,7 @@ struct MatVecVariant
     uint32_t x = kF32, w = kF32, out = kF32;
     bool columnMode = false;
     bool vecW = false, vecX = false;
+    bool glu = false; // x = silu(gate) * up (MatMulParams::swigluA)
 };
 
 /** The push-constant blocks (GemmParams in MatMulParams.glsl, MatVecParams
@@ -149,6 +165,7 @@ struct MatVecPush
     uint32_t xBatchStride, wBatchStride, outBatchStride;
     uint32_t xOffset, wOffset, outOffset;
     float alpha, beta;
+    int32_t xGateDelta; // MatVecVariant::glu: the gate's offset - xOffset
 };
 
 std::vector<uint32_t> tiledSpecialization(const TiledConfig& config, const GemmVariant& variant);
@@ -172,11 +189,23 @@ bool chooseCoopmat(const DeviceView& device,
                    uint32_t n,
                    uint32_t batch,
                    CoopmatConfig& config);
-/** `stageable`: quantized rows of whole 16-byte chunks (see
- * matVecStageable). */
-MatVecConfig chooseMatVec(const DeviceView& device, uint32_t outputs, uint32_t wType, bool columnMode, bool stageable);
+/** `stageable`: Q8_0/Q4_0 rows of whole 16-byte chunks (see
+ * matVecStageable), for the staged mode; `quantizedX`: the int-dot build
+ * runs on rows of whole 16-byte chunks, and may take its quantized-x row
+ * mode (rows of k weights). */
+MatVecConfig chooseMatVec(const DeviceView& device,
+                          uint32_t outputs,
+                          uint32_t wType,
+                          bool columnMode,
+                          bool stageable,
+                          bool quantizedX = false,
+                          uint32_t k = 0);
+/** Shared memory of the quantized-x row mode's chunk of `qxBlocks` blocks. */
+uint32_t matVecQxSharedBytes(uint32_t qxBlocks);
 /** Whether quantized rows of k weights, `ld` apart from `offset` (weights,
- * batches `batchStride` apart), start and end on 16-byte boundaries. */
+ * batches `batchStride` apart), start and end on 16-byte boundaries (Q8_0,
+ * Q4_0: every 8 blocks; Q4_K, Q5_K: always, 144- and 176-byte
+ * super-blocks). */
 bool matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64_t batchStride, uint32_t batch);
 
 /** The built-in variant of the cooperative-matrix kernel for `config`'s

@@ -60,6 +60,7 @@ matMulDevice(const internal::Device& device, const DeviceCaps& caps)
     }
     const auto& dot = table.integerDotProduct;
     view.intDot = dot.supported && dot.accelerated4x8BitPacked && dot.accelerated4x8BitPackedMixed;
+    view.intDotSupported = dot.supported;
     return view;
 }
 

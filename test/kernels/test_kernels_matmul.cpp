@@ -234,8 +234,11 @@ TEST_F(MatMul, CooperativeMatrixAndIntDotPathsWhereTheDeviceHasThem)
         }
     }
     if (caps.integerDotProduct.accelerated4x8BitPacked && caps.integerDotProduct.accelerated4x8BitPackedMixed) {
-        for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K }) {
             for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 45, 96 }, { 1, 300, 2304 } }) {
+                if (s[2] % blockOf(b) != 0) {
+                    continue; // the K-quants' super-blocks
+                }
                 EXPECT_EQ(runGemmCase(mgr(), GemmCase{ shape(s[0], s[1], s[2], false, true), Elem::F32, b, Elem::F32 }),
                           "matvec-int-dot");
                 ran = true;
@@ -245,6 +248,197 @@ TEST_F(MatMul, CooperativeMatrixAndIntDotPathsWhereTheDeviceHasThem)
     if (!ran) {
         GTEST_SKIP() << "'" << caps.deviceName << "' has no cooperative matrices and no accelerated integer dot products";
     }
+}
+
+// The int-dot mat-vec's three row modes (Q8_0/Q4_0; Q4_K and Q5_K: the
+// quantized-x one), on every device whose
+// driver has integer dot products at all: "matvec-float" makes lavapipe,
+// which does not accelerate them, take the int-dot build too. Rows of whole
+// 16-byte chunks (k, ldb and offsetB multiples of 256 weights) take the
+// quantized-x mode (x quantized once per workgroup into shared memory, in
+// chunks: on CPUs 64 blocks, so k = 2304 takes two chunks, the second part
+// full), "matvec-qx" the staged mode, "matvec-qx,staged" the plain one.
+// Cases: k off the threads' step (768: 3 groups of 8 blocks per row for 8
+// threads a row), rows off the rows per workgroup (37 for 8, 1), strided x
+// (transA), offsets, alpha/beta and batches.
+TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    if (!caps.integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no integer dot products";
+    }
+    for (const char* disabled : { "matvec-float", "matvec-float,matvec-qx", "matvec-float,matvec-qx,staged" }) {
+        SCOPED_TRACE(disabled);
+        DisablePaths disable(disabled);
+        bool qx = std::string(disabled) == "matvec-float";
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K }) {
+            // The K-quants take the int-dot build in the quantized-x mode only.
+            bool kQuant = blockOf(b) == 256;
+            const char* expected = kQuant && !qx ? "matvec" : "matvec-int-dot";
+            for (Elem a : kInputTypes) {
+                for (const auto& s : std::vector<std::array<uint32_t, 3>>{
+                       { 1, 1, 256 }, { 1, 37, 768 }, { 1, 9, 2304 }, { 1, 16, 512 }, { 1, 45, 96 } }) {
+                    if (s[2] % blockOf(b) != 0) {
+                        continue;
+                    }
+                    for (bool transA : { false, true }) {
+                        if (transA && a != Elem::F32) {
+                            continue; // strided x: one type is enough
+                        }
+                        GemmCase gc{ shape(s[0], s[1], s[2], transA, true), a, b, Elem::F32 };
+                        gc.seed = s[1] + s[2] + (transA ? 1 : 0);
+                        // Random bytes reach every bit of the K-quants'
+                        // packed scales.
+                        gc.rawBlocks = kQuant && transA;
+                        EXPECT_EQ(runGemmCase(mgr(), gc), expected);
+                    }
+                }
+                // f16 C, alpha/beta, and batches with offsets: whole chunks
+                // (offsetB 256) and not (offsetB 32: the unit row mode).
+                for (uint64_t offsetB : { 256u, 32u }) {
+                    if (offsetB % blockOf(b) != 0) {
+                        continue;
+                    }
+                    GemmCase gc{ shape(1, 21, 512, false, true), a, b, Elem::F16 };
+                    gc.p.batch = 3;
+                    gc.p.ldb = 768;
+                    gc.p.offsetA = 8;
+                    gc.p.offsetB = offsetB;
+                    gc.p.offsetC = 5;
+                    gc.p.strideA = 520;
+                    gc.p.strideC = 30;
+                    gc.p.alpha = -0.5f;
+                    gc.p.beta = 0.75f;
+                    gc.seed = static_cast<uint32_t>(offsetB);
+                    EXPECT_EQ(runGemmCase(mgr(), gc), expected);
+                }
+            }
+        }
+    }
+}
+
+// The quantized-x mode on activations that int8 holds exactly (integers
+// with |x| <= 127, each block's largest 127): its only error is then f32
+// accumulation, so a wrong scale, nibble or block shows (the tolerance of
+// the general case, S / 127, is too loose to see a few per cent).
+TEST_F(MatMul, QuantizedXMatVecIsExactOnInt8Activations)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    if (!caps.integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no integer dot products";
+    }
+    DisablePaths disable("matvec-float");
+    const uint32_t n = 37, k = 2304;
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> level(-127, 127);
+    std::vector<float> x(k);
+    for (uint32_t i = 0; i < k; ++i) {
+        x[i] = i % 32 == 7 ? (i % 64 == 7 ? 127.0f : -127.0f) : float(level(rng));
+    }
+    for (auto [b, raw] : std::vector<std::pair<Elem, bool>>{
+           { Elem::Q8_0, false }, { Elem::Q4_0, false }, { Elem::Q4_K, false }, { Elem::Q4_K, true },
+           { Elem::Q5_K, false }, { Elem::Q5_K, true } }) {
+        SCOPED_TRACE(std::string(elemName(b)) + (raw ? " random bytes" : ""));
+        std::vector<float> wStored;
+        std::shared_ptr<kp::Tensor> w;
+        if (raw) {
+            auto bytes = randomBlocks(weightFormat(b), size_t(n) * k / blockOf(b), 8);
+            wStored = kp::dequantize(weightFormat(b), bytes.data(), size_t(n) * k / blockOf(b));
+            w = mgr().tensor(bytes.data(), static_cast<uint32_t>(bytes.size()), 1, DataTypes::eUnsignedChar);
+        } else {
+            w = makeOperand(mgr(), b, randomValues(size_t(n) * k, 8), wStored);
+        }
+        auto a = mgr().tensor(x);
+        auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+        auto p = shape(1, n, k, false, true);
+        p.formatB = weightFormat(b);
+        auto op = std::make_shared<kp::OpMatMul>(a, w, c, p);
+        EXPECT_EQ(op->path(), "matvec-int-dot");
+        mgr().sequence()->record<kp::OpSyncDevice>({ a, w })->record(op)->record<kp::OpSyncLocal>({ c })->eval();
+        auto out = c->vector();
+        for (uint32_t j = 0; j < n; ++j) {
+            double ref = 0, magnitude = 0;
+            for (uint32_t kk = 0; kk < k; ++kk) {
+                ref += double(x[kk]) * wStored[size_t(j) * k + kk];
+                magnitude += std::fabs(double(x[kk]) * wStored[size_t(j) * k + kk]);
+            }
+            EXPECT_NEAR(out[j], ref, 1e-5 * magnitude) << "row " << j;
+        }
+    }
+}
+
+// MatMulParams::swigluA: x = silu(gate) * up read from two vectors of A, on
+// every mat-vec mode (float rows, staged, plain and quantized-x int-dot,
+// the K-quants' unit rows), with strided x (transA) and batches.
+TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
+{
+    bool intDots = mgr().capabilities().integerDotProduct.supported;
+    for (const char* disabled : { (const char*)nullptr, "staged", "matvec-float", "matvec-float,matvec-qx" }) {
+        if (disabled && std::string(disabled).rfind("matvec-float", 0) == 0 && !intDots) {
+            continue;
+        }
+        SCOPED_TRACE(disabled ? disabled : "default");
+        DisablePaths disable(disabled);
+        for (Elem b : { Elem::F32, Elem::F16, Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q6_K }) {
+            for (Elem a : { Elem::F32, Elem::F16 }) {
+                for (uint32_t lda : { 0u, 3u }) {
+                    SCOPED_TRACE(std::string(elemName(a)) + " x " + elemName(b) + " lda " + std::to_string(lda));
+                    const uint32_t n = 19, k = 512, batch = 2;
+                    uint32_t step = lda ? lda : 1;
+                    uint64_t vector = uint64_t(k - 1) * step + 1;
+                    // Per batch: the gate from 0, the up from vector + 8.
+                    uint64_t upOffset = (vector + 8 + 7) / 8 * 8, strideA = 2 * upOffset + 16;
+                    std::vector<float> aStored, bStored;
+                    auto at = makeOperand(mgr(), a, randomValues(batch * strideA, 21 + lda, -3.0f, 3.0f), aStored);
+                    auto bt = makeOperand(mgr(), b, randomValues(size_t(batch) * n * k, 22), bStored);
+                    auto ct = mgr().tensor(std::vector<float>(batch * n, 0.0f));
+                    auto p = shape(1, n, k, lda != 0, true);
+                    p.lda = lda;
+                    p.batch = batch;
+                    p.strideA = strideA;
+                    p.offsetA = upOffset;
+                    p.swigluA = true;
+                    p.gateOffsetA = 0;
+                    p.formatB = weightFormat(b);
+                    auto op = std::make_shared<kp::OpMatMul>(std::vector<std::shared_ptr<kp::Memory>>{ at, bt, ct }, p);
+                    EXPECT_EQ(op->path().rfind("matvec", 0), 0u) << op->path();
+                    mgr().sequence()->record<kp::OpSyncDevice>({ at, bt })->record(op)->record<kp::OpSyncLocal>({ ct })->eval();
+                    auto out = ct->vector();
+                    bool intDot = op->path() == "matvec-int-dot";
+                    for (uint32_t bi = 0; bi < batch; ++bi) {
+                        for (uint32_t j = 0; j < n; ++j) {
+                            double ref = 0, magnitude = 0;
+                            for (uint32_t kk = 0; kk < k; ++kk) {
+                                double g = aStored[bi * strideA + kk * step];
+                                double up = aStored[bi * strideA + upOffset + kk * step];
+                                double x = g / (1 + std::exp(-g)) * up;
+                                double v = x * bStored[(size_t(bi) * n + j) * k + kk];
+                                ref += v;
+                                magnitude += std::fabs(v);
+                            }
+                            double tolerance = (intDot ? 1.0 / 127 : 1e-5) * magnitude + 1e-6;
+                            EXPECT_NEAR(out[bi * n + j], ref, tolerance) << "batch " << bi << " row " << j << " path "
+                                                                         << op->path();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Refused where no mat-vec runs.
+    auto x = mgr().tensor(std::vector<float>(64 * 2, 1.0f));
+    auto w = mgr().tensor(std::vector<float>(64 * 4, 1.0f));
+    auto c = mgr().tensor(std::vector<float>(8, 0.0f));
+    auto gemm = shape(2, 4, 64, false, true);
+    gemm.swigluA = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gemm); }, { "swigluA is an input of the mat-vec" }));
+    auto gate = shape(1, 4, 64, false, true);
+    gate.swigluA = true;
+    gate.gateOffsetA = 100;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "A (its gate, from gateOffsetA) holds 128" }));
+    gate.gateOffsetA = 64;
+    DisablePaths off("matvec");
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
 // --- Bad input: clear errors before anything is recorded ----------------------

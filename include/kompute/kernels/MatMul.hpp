@@ -57,6 +57,16 @@ struct MatMulParams
      * eQ4_K, ...): B is an eUnsignedChar tensor of GGUF blocks stored
      * [n][k] (transB = true), k a multiple of blockWeights(formatB). */
     WeightFormat formatB = WeightFormat::eNone;
+    /** Ours: the row of A is the SwiGLU of two rows of A, silu(gate) * up
+     * with silu(g) = g / (1 + e^-g): up at offsetA (as without it), gate at
+     * gateOffsetA, both strideA apart between batches and lda apart between
+     * elements when transA. For m = 1 (the mat-vec: an LLM's down
+     * projection reading its feed-forward's gate and up projections, one
+     * dispatch fewer); other shapes, or with the mat-vec turned off
+     * (KOMPUTE_ENV_DISABLE=matvec), are refused. */
+    bool swigluA = false;
+    /** With swigluA: first element of the gate vector in A. */
+    uint64_t gateOffsetA = 0;
 };
 
 /**
@@ -70,15 +80,22 @@ struct MatMulParams
  * constants); recording it is one dispatch. beta = 0 never reads C.
  * path() names the kernel chosen for the device and shape: "tiled" (shared
  * memory, every device), "matvec" (one row or column of C: LLM decode),
- * "matvec-int-dot" (the same for Q8_0/Q4_0 through integer dot products),
+ * "matvec-int-dot" (the same for Q8_0, Q4_0, Q4_K and Q5_K through
+ * integer dot products, on devices that accelerate them;
+ * KOMPUTE_ENV_DISABLE=matvec-float takes it wherever the device has them
+ * at all),
  * "coopmat-nv", "coopmat-khr", "coopmat-khr-bf16" (cooperative matrices);
  * see the README's kernel table.
  * Precision: products are accumulated in f32. An f32 x f32 product is
  * computed in f32 (tiled). Beside a 16-bit or quantized operand, the
  * cooperative-matrix paths round an f32 operand to f16 (to bf16 on the bf16
  * matrices that bf16 operands take) before multiplying; the int-dot mat-vec
- * rounds the activations to int8 (a scale per 4 values); the other paths
- * multiply in f32.
+ * rounds the activations to int8, with a scale per 32 values where the rows
+ * of B are whole 16-byte chunks (Q8_0/Q4_0: k, ldb, strideB and offsetB
+ * multiples of 256 weights; Q4_K, Q5_K: always; x quantized once per
+ * workgroup into shared memory; KOMPUTE_ENV_DISABLE=matvec-qx turns that
+ * off, and Q4_K, Q5_K back to the float mat-vec), else per 4 values; the
+ * other paths multiply in f32.
  */
 class OpMatMul : public KernelOp
 {

@@ -2,8 +2,9 @@
 // Matrix x vector: out[r] = alpha * sum_k W(r, k) * x[k] + beta * out[r], for
 // GEMMs with one row or one column (LLM decode). Compiled twice: plain, and
 // with INT_DOT defined (Q8_0/Q4_0 weights through integer dot products, the
-// activations quantized to int8 on the fly). The other GGUF block formats
-// (QuantBlocks.glsl) take unitRowMode in both.
+// activations quantized to int8 on the fly; with QX_BLOCKS, also Q4_K and
+// Q5_K, x quantized once per workgroup: qxRowMode). The other GGUF block
+// formats (QuantBlocks.glsl) take unitRowMode in both.
 //
 // Row mode (the weights of a linear layer, W[r][k] with k contiguous): each
 // workgroup computes ROWS outputs. Its threads split k: a thread loads a unit
@@ -35,6 +36,12 @@ layout(constant_id = 8) const uint K_SPLIT = 8;  // column mode: threads per out
 // chunks): TILE_BLOCKS blocks of each of the ROWS rows per step.
 layout(constant_id = 9) const uint STAGED = 0;
 layout(constant_id = 10) const uint TILE_BLOCKS = 32;
+// INT_DOT only: the quantized-x row mode (qxRowMode) with x quantized into
+// shared memory QX_BLOCKS 32-element blocks at a time (a multiple of 8); 0:
+// the row modes above.
+layout(constant_id = 11) const uint QX_BLOCKS = 0;
+// x is silu(gate) * up (see xAt), the gate xGateDelta elements from x.
+layout(constant_id = 12) const uint X_GLU = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -43,6 +50,7 @@ layout(push_constant) uniform MatVecParams
     uint xBatchStride, wBatchStride, outBatchStride;
     uint xOffset, wOffset, outOffset;
     float alpha, beta;
+    int xGateDelta;
 }
 p;
 
@@ -114,7 +122,35 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase)
     }
 }
 
-float xAt(uint base, uint i) { return XLoad(X_TYPE, base + i * p.xStride); }
+// x as the modes read it: the operand, or with X_GLU the SwiGLU of two
+// vectors of it, silu(gate) * up (an LLM's feed-forward activation fused
+// into its down projection), the gate xGateDelta elements from the up.
+float silu(float g) { return g / (1.0 + exp(-g)); }
+vec4 silu(vec4 g) { return g / (1.0 + exp(-g)); }
+
+float xAt(uint base, uint i)
+{
+    uint e = base + i * p.xStride;
+    float up = XLoad(X_TYPE, e);
+    return X_GLU != 0 ? silu(XLoad(X_TYPE, uint(int(e) + p.xGateDelta))) * up : up;
+}
+
+vec4 xLoad4(uint e)
+{
+    vec4 up = XLoad4(X_TYPE, e);
+    return X_GLU != 0 ? silu(XLoad4(X_TYPE, uint(int(e) + p.xGateDelta))) * up : up;
+}
+
+void xLoad8(uint e, out vec4 lo, out vec4 hi)
+{
+    XLoad8(X_TYPE, e, lo, hi);
+    if (X_GLU != 0) {
+        vec4 gateLo, gateHi;
+        XLoad8(X_TYPE, uint(int(e) + p.xGateDelta), gateLo, gateHi);
+        lo *= silu(gateLo);
+        hi *= silu(gateHi);
+    }
+}
 
 // x values of the unit starting at element k0 (Q4_0: elements k0..k0+3 and
 // k0+16..k0+19 of a block, since a byte holds weights j and j + 16).
@@ -123,8 +159,8 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
     hi = vec4(0);
     if (W_TYPE == TYPE_Q4_0) {
         if (VEC_X != 0) {
-            lo = XLoad4(X_TYPE, xBase + k0);
-            hi = XLoad4(X_TYPE, xBase + k0 + 16u);
+            lo = xLoad4(xBase + k0);
+            hi = xLoad4(xBase + k0 + 16u);
         } else {
             for (uint i = 0; i < 4; ++i) {
                 lo[i] = xAt(xBase, k0 + i);
@@ -135,7 +171,7 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
     }
     if (UNIT == 8) {
         if (VEC_X != 0) {
-            XLoad8(X_TYPE, xBase + k0, lo, hi);
+            xLoad8(xBase + k0, lo, hi);
         } else {
             for (uint i = 0; i < 4; ++i) {
                 lo[i] = xAt(xBase, k0 + i);
@@ -145,7 +181,7 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
         return;
     }
     if (VEC_X != 0) {
-        lo = XLoad4(X_TYPE, xBase + k0);
+        lo = xLoad4(xBase + k0);
     } else {
         for (uint i = 0; i < 4; ++i) {
             lo[i] = xAt(xBase, k0 + i);
@@ -445,6 +481,20 @@ uint spreadBits4(uint bits) { return (bits & 1u) | ((bits & 2u) << 7) | ((bits &
 // first 16 bytes).
 uint kScaleByte(uvec4 head, uint i) { return (head[1u + (i >> 2)] >> ((i & 3u) * 8u)) & 255u; }
 
+// The 6-bit scale and minimum of sub-block sb of a Q4_K/Q5_K block (ggml's
+// get_scale_min_k4, as quantScaleMinK4).
+void kScaleMin(uvec4 head, uint sb, out float sc, out float mn)
+{
+    if (sb < 4u) {
+        sc = float(kScaleByte(head, sb) & 63u);
+        mn = float(kScaleByte(head, sb + 4u) & 63u);
+    } else {
+        uint packed = kScaleByte(head, sb + 4u);
+        sc = float((packed & 15u) | ((kScaleByte(head, sb - 4u) >> 6) << 4));
+        mn = float((packed >> 4) | ((kScaleByte(head, sb) >> 6) << 4));
+    }
+}
+
 // The 4 runs of 8 weights (offsets within the block) of unit `part`.
 uint unitRunStart(uint part, uint run)
 {
@@ -525,19 +575,9 @@ float unitDot(uint at, uint part, vec4 xs[8], vec4 xsum)
             dot0 += dot(byteLanes(lo), xs[j]);
             dot1 += dot(byteLanes(hi), xs[4u + j]);
         }
-        // The 6-bit scales and minimums of sub-blocks 2c and 2c + 1 (ggml's
-        // get_scale_min_k4, as quantScaleMinK4).
         float sc[2], mn[2];
         [[unroll]] for (uint t = 0; t < 2u; ++t) {
-            uint sb = 2u * c + t;
-            if (sb < 4u) {
-                sc[t] = float(kScaleByte(head, sb) & 63u);
-                mn[t] = float(kScaleByte(head, sb + 4u) & 63u);
-            } else {
-                uint packed = kScaleByte(head, sb + 4u);
-                sc[t] = float((packed & 15u) | ((kScaleByte(head, sb - 4u) >> 6) << 4));
-                mn[t] = float((packed >> 4) | ((kScaleByte(head, sb) >> 6) << 4));
-            }
+            kScaleMin(head, 2u * c + t, sc[t], mn[t]);
         }
         return dm.x * (sc[0] * dot0 + sc[1] * dot1) - dm.y * (mn[0] * (xsum.x + xsum.y) + mn[1] * (xsum.z + xsum.w));
     }
@@ -602,8 +642,8 @@ void unitRowMode()
         [[unroll]] for (uint run = 0; run < 4u; ++run) {
             uint k0 = (block << UNIT_BLOCK_SHIFT) + unitRunStart(part, run);
             if (VEC_X != 0) {
-                xs[2u * run] = XLoad4(X_TYPE, xBase + k0);
-                xs[2u * run + 1u] = XLoad4(X_TYPE, xBase + k0 + 4u);
+                xs[2u * run] = xLoad4(xBase + k0);
+                xs[2u * run + 1u] = xLoad4(xBase + k0 + 4u);
             } else {
                 for (uint i = 0; i < 4; ++i) {
                     xs[2u * run][i] = xAt(xBase, k0 + i);
@@ -623,6 +663,207 @@ void unitRowMode()
     }
     reduceAndWrite(sums, row0, outBase);
 }
+
+#ifdef INT_DOT
+// The quantized-x row mode (QX_BLOCKS; Q8_0/Q4_0 rows of whole 16-byte
+// chunks, Q4_K and Q5_K rows; integer dot products). The per-unit modes above spend ~30
+// instructions per 4 quantized bytes (x quantized per unit and row step, the
+// scale re-extracted for every unit); here the work per weight byte is cut:
+//  - each workgroup quantizes x once per chunk of QX_BLOCKS blocks into
+//    shared memory: int8 values with one scale per 32 elements (and, for
+//    Q4_0's q - 8, 8 * scale * sum(q)), a thread per block, shared by the
+//    ROWS rows;
+//  - the ROWS rows get WG / ROWS threads each (a row's threads neighbours, so
+//    a subgroup reads long contiguous runs); a thread takes whole groups of 8
+//    blocks of its row (144 or 272 bytes: 9 or 17 16-byte loads), so every
+//    block's scale and quants sit at fixed places in its registers;
+//  - a block is 8 packed dot products against the shared x, its two scales
+//    applied once: about 35 instructions per Q4_0 block-row.
+// Partial sums meet in a shared-memory tree over each row's threads.
+// Q4_K and Q5_K take it too: a group is then one super-block (144 or 176
+// bytes: 9 or 11 16-byte loads), its 8 sub-blocks of 32 weights against the
+// 8 x blocks.
+const bool W_QX = W_UNITS || W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K;
+const uint QX_GROUPS = QX_BLOCKS >= 8u ? QX_BLOCKS / 8u : 1u;
+// 8 blocks (a super-block) in 16-byte chunks
+const uint GROUP_U4 = W_TYPE == TYPE_Q8_0 ? 17u : (W_TYPE == TYPE_Q5_K ? 11u : 9u);
+// Padded so that neighbouring threads (neighbouring groups) read different
+// banks: 17 uvec4 of int8 x per group, 9 (scale, offset) pairs.
+const uint QX_GROUP_STRIDE = 17u;
+const uint QS_GROUP_STRIDE = 9u;
+shared uvec4 qx[QX_BLOCKS != 0 ? QX_GROUPS * QX_GROUP_STRIDE : 1u];
+shared vec2 qxScale[QX_BLOCKS != 0 ? QX_GROUPS * QS_GROUP_STRIDE : 1u];
+
+// Quantizes x block `block` (of the row) into slot `slot` of the chunk.
+void quantizeXBlock(uint xBase, uint block, uint slot)
+{
+    vec4 v[8];
+    uint k0 = block * 32u;
+    [[unroll]] for (uint j = 0; j < 8u; ++j) {
+        if (VEC_X != 0) {
+            v[j] = xLoad4(xBase + k0 + 4u * j);
+        } else {
+            for (uint i = 0; i < 4u; ++i) {
+                v[j][i] = xAt(xBase, k0 + 4u * j + i);
+            }
+        }
+    }
+    vec4 m = abs(v[0]);
+    [[unroll]] for (uint j = 1; j < 8u; ++j) {
+        m = max(m, abs(v[j]));
+    }
+    float amax = max(max(m.x, m.y), max(m.z, m.w));
+    float inv = amax > 0.0 ? 1.0 / amax : 0.0;
+    uint q[8];
+    int sum = 0;
+    [[unroll]] for (uint j = 0; j < 8u; ++j) {
+        q[j] = packSnorm4x8(v[j] * inv); // round(x / amax * 127)
+        sum += dotPackedSS(q[j], 0x01010101u, 0);
+    }
+    uint g = slot >> 3, i = slot & 7u;
+    qx[g * QX_GROUP_STRIDE + 2u * i] = uvec4(q[0], q[1], q[2], q[3]);
+    qx[g * QX_GROUP_STRIDE + 2u * i + 1u] = uvec4(q[4], q[5], q[6], q[7]);
+    float scale = amax / 127.0;
+    // x's sum, for the weights' offsets (Q4_0's q - 8, Q4_K's minimums;
+    // Q8_0 has none).
+    float offset = W_TYPE == TYPE_Q4_0 ? 8.0 : (W_TYPE == TYPE_Q8_0 ? 0.0 : 1.0);
+    qxScale[g * QS_GROUP_STRIDE + i] = vec2(scale, offset * scale * float(sum));
+}
+
+// Word `at` (a byte offset, even) of a group held as 16-byte chunks: two
+// halves funnelled together when it is not word aligned (`at` is a
+// compile-time constant once the loops are unrolled).
+uint groupWord(uvec4 w[GROUP_U4], uint at)
+{
+    uint i = at >> 2;
+    uint lo = w[i >> 2][i & 3u];
+    if ((at & 2u) == 0u) {
+        return lo;
+    }
+    uint j = i + 1u;
+    return (lo >> 16) | (w[j >> 2][j & 3u] << 16);
+}
+
+// sum over the 8 blocks of group slot `g` of the chunk of w * x (x as
+// quantized).
+float qxGroupDot(uvec4 w[GROUP_U4], uint g)
+{
+    float acc = 0.0;
+    if (W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K) {
+        // sum(w x) = d sc sum(q x) - dmin m sum(x) per sub-block; chunk c of
+        // the 128 quant bytes holds sub-block 2c in its low nibbles and
+        // 2c + 1 in its high ones (Q5_K: their 5th bits are bits 2c and
+        // 2c + 1 of the 32 qh bytes, 16-bytes chunks 1 and 2).
+        bool five = W_TYPE == TYPE_Q5_K;
+        uint qs = five ? 3u : 1u; // the 16-byte chunk of the first quants
+        vec2 dm = unpackHalf2x16(w[0].x);
+        [[unroll]] for (uint c = 0; c < 4u; ++c) {
+            int dotLo = 0, dotHi = 0;
+            [[unroll]] for (uint j = 0; j < 8u; ++j) {
+                uint q = w[qs + 2u * c + (j >> 2)][j & 3u];
+                uint lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+                if (five) {
+                    uint h = w[1u + (j >> 2)][j & 3u];
+                    lo |= ((h >> (2u * c)) & 0x01010101u) << 4;
+                    hi |= ((h >> (2u * c + 1u)) & 0x01010101u) << 4;
+                }
+                uint e = g * QX_GROUP_STRIDE + 4u * c + (j >> 2);
+                dotLo += dotPackedSU(qx[e][j & 3u], lo, 0);
+                dotHi += dotPackedSU(qx[e + 2u][j & 3u], hi, 0);
+            }
+            vec2 sLo = qxScale[g * QS_GROUP_STRIDE + 2u * c];
+            vec2 sHi = qxScale[g * QS_GROUP_STRIDE + 2u * c + 1u];
+            float scLo, mnLo, scHi, mnHi;
+            kScaleMin(w[0], 2u * c, scLo, mnLo);
+            kScaleMin(w[0], 2u * c + 1u, scHi, mnHi);
+            acc += dm.x * (scLo * sLo.x * float(dotLo) + scHi * sHi.x * float(dotHi)) -
+                   dm.y * (mnLo * sLo.y + mnHi * sHi.y);
+        }
+        return acc;
+    }
+    [[unroll]] for (uint i = 0; i < 8u; ++i) {
+        uint at = i * BLOCK_BYTES;
+        uint dWord = w[at >> 4][(at >> 2) & 3u];
+        float d = (at & 2u) == 0u ? unpackHalf2x16(dWord).x : unpackHalf2x16(dWord).y;
+        uvec4 xa = qx[g * QX_GROUP_STRIDE + 2u * i];
+        uvec4 xb = qx[g * QX_GROUP_STRIDE + 2u * i + 1u];
+        vec2 s = qxScale[g * QS_GROUP_STRIDE + i];
+        int dotQ = 0;
+        if (W_TYPE == TYPE_Q8_0) {
+            [[unroll]] for (uint j = 0; j < 4u; ++j) {
+                dotQ += dotPackedSS(groupWord(w, at + 2u + 4u * j), xa[j], 0);
+                dotQ += dotPackedSS(groupWord(w, at + 18u + 4u * j), xb[j], 0);
+            }
+        } else { // byte j holds weights j (low nibble) and j + 16 (high)
+            [[unroll]] for (uint j = 0; j < 4u; ++j) {
+                uint q = groupWord(w, at + 2u + 4u * j);
+                dotQ += dotPackedSU(xa[j], q & 0x0F0F0F0Fu, 0);
+                dotQ += dotPackedSU(xb[j], (q >> 4) & 0x0F0F0F0Fu, 0);
+            }
+        }
+        acc += d * (s.x * float(dotQ) - s.y);
+    }
+    return acc;
+}
+
+void loadGroup(uint rowU4, uint group, out uvec4 w[GROUP_U4])
+{
+    [[unroll]] for (uint j = 0; j < GROUP_U4; ++j) {
+        w[j] = W128[rowU4 + group * GROUP_U4 + j];
+    }
+}
+
+void qxRowMode()
+{
+    uint batch = gl_WorkGroupID.y;
+    uint row0 = gl_WorkGroupID.x * ROWS;
+    uint xBase = p.xOffset + batch * p.xBatchStride;
+    uint wBase = p.wOffset + batch * p.wBatchStride;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uint tid = gl_LocalInvocationID.x;
+    const uint TPR = WG / ROWS; // threads per row (a power of two)
+    uint r = tid / TPR, lane = tid % TPR;
+    uint row = row0 + r;
+    bool live = row < p.rows;
+    uint rowU4 = live ? ((wBase + row * p.ldw) >> 8) * GROUP_U4 : 0u;
+    uint groups = p.k >> 8;
+
+    float acc = 0.0;
+    for (uint c0 = 0; c0 < groups; c0 += QX_GROUPS) {
+        uint chunkGroups = min(QX_GROUPS, groups - c0);
+        // The first group's loads are in flight while x is quantized.
+        uvec4 w[GROUP_U4];
+        uint g = lane;
+        if (live && g < chunkGroups) {
+            loadGroup(rowU4, c0 + g, w);
+        }
+        barrier(); // the previous chunk is consumed
+        for (uint b = tid; b < chunkGroups * 8u; b += WG) {
+            quantizeXBlock(xBase, c0 * 8u + b, b);
+        }
+        barrier();
+        while (live && g < chunkGroups) {
+            acc += qxGroupDot(w, g);
+            g += TPR;
+            if (g < chunkGroups) {
+                loadGroup(rowU4, c0 + g, w);
+            }
+        }
+    }
+
+    partial[tid] = acc;
+    barrier();
+    for (uint stride = TPR / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            partial[tid] += partial[tid + stride];
+        }
+        barrier();
+    }
+    if (lane == 0u && live) {
+        writeOut(outBase + row * p.outStride, partial[tid]);
+    }
+}
+#endif
 
 void columnMode()
 {
@@ -654,6 +895,10 @@ void main()
 {
     if (COLUMN_MODE != 0) {
         columnMode();
+#ifdef INT_DOT
+    } else if (QX_BLOCKS != 0 && W_QX) {
+        qxRowMode();
+#endif
     } else if (W_BLOCK_UNITS) {
         unitRowMode();
     } else if (STAGED != 0) {

@@ -163,9 +163,8 @@ Context::record(Step& s)
 
     // Y[t, out] (+)= X[t, in] . W[out, in]^T, Y's rows `ldy` apart (0: out)
     // from `yOffset` on.
-    auto linear = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
-                      bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label, uint32_t ldy = 0,
-                      uint64_t yOffset = 0) {
+    auto linearParams = [&](const DeviceWeight& w, bool accumulate, uint32_t rows, uint64_t xOffset, uint32_t ldy,
+                            uint64_t yOffset) {
         kp::MatMulParams p;
         p.m = rows;
         p.n = w.rows;
@@ -177,7 +176,13 @@ Context::record(Step& s)
         p.ldc = ldy;
         p.offsetC = yOffset;
         p.formatB = formatOf(w);
-        add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, p), label + " (OpMatMul)");
+        return p;
+    };
+    auto linear = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
+                      bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label, uint32_t ldy = 0,
+                      uint64_t yOffset = 0) {
+        add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, linearParams(w, accumulate, rows, xOffset, ldy, yOffset)),
+            label + " (OpMatMul)");
     };
     auto rmsNorm = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
                        const std::string& label) {
@@ -299,6 +304,21 @@ Context::record(Step& s)
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
             linear(mNormed, gateUp, mGate, false, 1, 0, "ffn_gate_up");
+            // The down projection's mat-vec reads silu(gate) * up itself
+            // (swigluA): one dispatch and one barrier fewer per layer. A
+            // device without the mat-vec refuses it: the separate OpSwiGLU.
+            kp::MatMulParams down = linearParams(w.wDown, true, 1, ff, 0, 0);
+            down.swigluA = true;
+            down.gateOffsetA = 0;
+            std::shared_ptr<kp::OpMatMul> fused;
+            try {
+                fused = std::make_shared<kp::OpMatMul>(mGate, w.wDown.tensor, mX, down);
+            } catch (const kp::Error&) {
+            }
+            if (fused) {
+                add(fused, "ffn_down_swiglu (OpMatMul)");
+                continue; // the layer's last operation
+            }
             swiglu.upOffset = ff;
             add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, mHidden },
                                                swiglu),

@@ -33,9 +33,9 @@ const char* const kUsage = R"(kompute-llm: run a Llama-family GGUF model on a Vu
 usage: kompute-llm (--model FILE.gguf | --random SHAPE:TYPE) [options]
 
 model
-  -m, --model FILE        a GGUF file (v2/v3; architecture llama; weights F32, F16,
-                          BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL,
-                          IQ4_XS, in any per-tensor mix)
+  -m, --model FILE        a GGUF file (v2/v3; architecture llama, qwen2 or qwen3;
+                          weights F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+                          Q2_K..Q6_K, IQ4_NL, IQ4_XS, in any per-tensor mix)
   --random SHAPE:TYPE     random weights of a shape, built in memory (no file):
                           SHAPE tiny, llama-1b, llama-7b, llama-8b; TYPE f32, f16,
                           bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,

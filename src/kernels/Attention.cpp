@@ -251,8 +251,16 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
             }
             return "";
         };
-        // Without an explicit count, fewer subgroups until it fits.
-        while (p.prefillSubgroups == 0 && config.subgroups > 1 && !problem(config).empty()) {
+        // Without an explicit count, fewer subgroups until it fits, and
+        // (an unmeasured guess) down to 2 until there are 3 workgroups per
+        // multiprocessor: 512 rows of Llama-8B make 256 of 4 subgroups for
+        // the H200's 132.
+        auto workgroups = [&](uint32_t subgroups) {
+            return (uint64_t(p.rows) * group + 16 * subgroups - 1) / (16 * subgroups) * p.kvHeads;
+        };
+        while (p.prefillSubgroups == 0 && config.subgroups > 1 &&
+               (!problem(config).empty() ||
+                (config.subgroups > 2 && view.smCount != 0 && workgroups(config.subgroups) < 3ull * view.smCount))) {
             config.subgroups /= 2;
         }
         std::string why = problem(config);
@@ -263,7 +271,6 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         }
         if (why.empty()) {
             uint32_t local = config.subgroups * subgroupSize;
-            uint64_t tiles = (uint64_t(p.rows) * group + 16 * config.subgroups - 1) / (16 * config.subgroups);
             bool vectorLoads = p.kvOffset % 8 == 0 && kvStride % 8 == 0;
             std::vector<uint32_t> spirv = kernels::builtinSpirv(
               format("attention_coopmat_d{}_c{}", p.headDim, config.kvTile));
@@ -273,7 +280,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                 spirv = internal::coopmatNvToKhr(spirv);
             }
             addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
-                                                kernels::grid(tiles * p.kvHeads, caps, "OpAttention"),
+                                                kernels::grid(workgroups(config.subgroups), caps, "OpAttention"),
                                                 { local, config.subgroups, group, causal, 16, 16, 16,
                                                   std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
                                                   config.prefetch ? 1u : 0u },

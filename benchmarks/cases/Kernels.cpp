@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kernel library's cases: softmax, rmsnorm, attention (decode) and the
-// small operations of a decode step (decode_ops, in microseconds). Each
+// The kernel library's cases: softmax, rmsnorm, attention decode,
+// attention prefill (TFLOP/s, see its case) and the small operations of a
+// decode step (decode_ops, in microseconds). Each
 // runs the operation 5 times back to back with GPU timestamps around each,
 // reports GB/s over the bytes the operation must move and that figure as a
 // share of the device's measured copy bandwidth (case g's "kompute" figure
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -290,6 +292,46 @@ BENCH_CASE("rmsnorm", "OpRMSNorm over rows of 4096 f32 with an f32 weight (GB/s 
       });
 }
 
+/** Attention of one query row (q: heads x D) over positions 0..last of f16
+ * caches [position][kvHeads][D], in double: heads x D outputs. */
+std::vector<float>
+hostAttentionRow(const float* q,
+                 const std::vector<kp::float16_t>& k,
+                 const std::vector<kp::float16_t>& v,
+                 uint32_t last,
+                 uint32_t heads,
+                 uint32_t kvHeads,
+                 uint32_t D)
+{
+    std::vector<float> out(size_t(heads) * D);
+    for (uint32_t h = 0; h < heads; ++h) {
+        uint32_t g = h / (heads / kvHeads);
+        std::vector<double> s(last + 1);
+        double m = -INFINITY;
+        for (uint32_t p = 0; p <= last; ++p) {
+            double dot = 0;
+            for (uint32_t d = 0; d < D; ++d) {
+                dot += double(q[h * D + d]) * float(k[(size_t(p) * kvHeads + g) * D + d]);
+            }
+            s[p] = dot / std::sqrt(double(D));
+            m = std::max(m, s[p]);
+        }
+        double sum = 0;
+        for (double& e : s) {
+            e = std::exp(e - m);
+            sum += e;
+        }
+        for (uint32_t d = 0; d < D; ++d) {
+            double acc = 0;
+            for (uint32_t p = 0; p <= last; ++p) {
+                acc += s[p] * float(v[(size_t(p) * kvHeads + g) * D + d]);
+            }
+            out[h * D + d] = float(acc / sum);
+        }
+    }
+    return out;
+}
+
 BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, context 4096, f16 cache (GB/s over KV bytes read)")
 {
     kp::Manager& mgr = context.manager();
@@ -300,8 +342,9 @@ BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, con
     auto kv = randomFloats(cacheElements, 2, -1.0f, 1.0f);
     auto vv = randomFloats(cacheElements, 3, -1.0f, 1.0f);
     auto q = mgr.tensorT<float>(qv);
-    auto k = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(kv.begin(), kv.end()));
-    auto v = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(vv.begin(), vv.end()));
+    std::vector<kp::float16_t> k16(kv.begin(), kv.end()), v16(vv.begin(), vv.end());
+    auto k = mgr.tensorT<kp::float16_t>(k16);
+    auto v = mgr.tensorT<kp::float16_t>(v16);
     auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ context_ - 1 });
     auto out = mgr.tensorT<float>(heads * D);
     kp::AttentionParams params;
@@ -317,32 +360,7 @@ BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, con
       ->eval();
 
     // The host reference, on the f16-rounded cache.
-    std::vector<float> expected(heads * D);
-    for (uint32_t h = 0; h < heads; ++h) {
-        uint32_t g = h / (heads / kvHeads);
-        std::vector<double> s(context_);
-        double m = -INFINITY;
-        for (uint32_t p = 0; p < context_; ++p) {
-            double dot = 0;
-            for (uint32_t d = 0; d < D; ++d) {
-                dot += double(qv[h * D + d]) * float(kp::float16_t(kv[(size_t(p) * kvHeads + g) * D + d]));
-            }
-            s[p] = dot / std::sqrt(double(D));
-            m = std::max(m, s[p]);
-        }
-        double sum = 0;
-        for (double& e : s) {
-            e = std::exp(e - m);
-            sum += e;
-        }
-        for (uint32_t d = 0; d < D; ++d) {
-            double acc = 0;
-            for (uint32_t p = 0; p < context_; ++p) {
-                acc += s[p] * float(kp::float16_t(vv[(size_t(p) * kvHeads + g) * D + d]));
-            }
-            expected[h * D + d] = float(acc / sum);
-        }
-    }
+    std::vector<float> expected = hostAttentionRow(qv.data(), k16, v16, context_ - 1, heads, kvHeads, D);
     expectClose(out->vector(), expected, 1e-4, "attention decode, context " + std::to_string(context_));
 
     std::string variant = "kompute_decode_f16_ctx" + std::to_string(context_);
@@ -368,6 +386,127 @@ BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, con
             m.notes["path"] = chunkOp->path();
             measureOp(context, m, chunkOp, kvBytes);
             addShare(context, "attention", chunkVariant, m);
+        }
+    }
+}
+
+/** Sets KOMPUTE_ENV_DISABLE to `groups` for its lifetime (read when an
+ * operation is built). */
+class DisabledPaths
+{
+  public:
+    explicit DisabledPaths(const char* groups)
+    {
+        const char* previous = std::getenv(kName);
+        mHad = previous != nullptr;
+        mSaved = mHad ? previous : "";
+        std::string value = mHad && !mSaved.empty() ? mSaved + "," + groups : groups;
+        setenv(kName, value.c_str(), 1);
+    }
+    ~DisabledPaths() { mHad ? setenv(kName, mSaved.c_str(), 1) : unsetenv(kName); }
+    DisabledPaths(const DisabledPaths&) = delete;
+    DisabledPaths& operator=(const DisabledPaths&) = delete;
+
+  private:
+    static constexpr const char* kName = "KOMPUTE_ENV_DISABLE";
+    bool mHad = false;
+    std::string mSaved;
+};
+
+BENCH_CASE("attention_prefill", "OpAttention prefill: 32 heads, 8 KV heads, head 128, f16 cache, causal, 512 and 4096 "
+                                "tokens from position 0 (TFLOP/s counting causal work: 4 x 128 x 32 x n(n+1)/2)")
+{
+    kp::Manager& mgr = context.manager();
+    const uint32_t heads = 32, kvHeads = 8, D = 128;
+    std::vector<uint32_t> sizes = context.quick() ? std::vector<uint32_t>{ 128 } : std::vector<uint32_t>{ 512, 4096 };
+    for (uint32_t n : sizes) {
+        size_t cacheElements = size_t(n) * kvHeads * D;
+        auto qv = randomFloats(size_t(n) * heads * D, 4, -1.0f, 1.0f);
+        auto kv = randomFloats(cacheElements, 5, -1.0f, 1.0f);
+        auto vv = randomFloats(cacheElements, 6, -1.0f, 1.0f);
+        std::vector<kp::float16_t> k16(kv.begin(), kv.end()), v16(vv.begin(), vv.end());
+        auto q = mgr.tensorT<float>(qv);
+        auto k = mgr.tensorT<kp::float16_t>(k16);
+        auto v = mgr.tensorT<kp::float16_t>(v16);
+        std::vector<uint32_t> rowPositions(n);
+        for (uint32_t r = 0; r < n; ++r) {
+            rowPositions[r] = r;
+        }
+        auto positions = mgr.tensorT<uint32_t>(rowPositions);
+        auto out = mgr.tensorT<float>(size_t(n) * heads * D);
+        mgr.sequence()->record<kp::OpSyncDevice>({ q, k, v, positions })->eval();
+
+        // The host reference on sampled rows (first, tile edges, middle, last).
+        std::vector<uint32_t> sampled = { 0, 1, 15, 16, 63, 64, n / 2 + 7, n - 2, n - 1 };
+        std::vector<float> expected;
+        for (uint32_t r : sampled) {
+            auto row = hostAttentionRow(qv.data() + size_t(r) * heads * D, k16, v16, r, heads, kvHeads, D);
+            expected.insert(expected.end(), row.begin(), row.end());
+        }
+        // f16 q and weights on the cooperative-matrix path: 2e-3.
+        auto check = [&](const std::shared_ptr<kp::OpAttention>& op, const std::string& what) -> std::string {
+            mgr.sequence()->record(op)->record<kp::OpSyncLocal>({ out })->eval();
+            std::vector<float> all = out->vector();
+            std::vector<float> got;
+            for (uint32_t r : sampled) {
+                got.insert(got.end(), all.begin() + size_t(r) * heads * D, all.begin() + size_t(r + 1) * heads * D);
+            }
+            try {
+                expectClose(got, expected, 2e-3, what);
+                return "ok";
+            } catch (const std::exception& e) {
+                std::cout << "  " << e.what() << "\n";
+                return std::string("FAILED: ") + e.what();
+            }
+        };
+        double flops = 4.0 * D * heads * (double(n) * (n + 1) / 2);
+        kp::AttentionParams params;
+        params.rows = n;
+        params.heads = heads;
+        params.kvHeads = kvHeads;
+        params.headDim = D;
+        params.kvCapacity = n;
+        Tensors tensors{ q, k, v, positions, out };
+        auto measure = [&](const std::shared_ptr<kp::OpAttention>& op, const std::string& variant, uint32_t runs) {
+            auto& m = context.add("attention_prefill", variant, "TFLOP/s", true);
+            m.notes["path"] = op->path();
+            m.notes["work"] = "causal: 4 x 128 x 32 x n(n+1)/2 flops";
+            m.notes["check"] = check(op, variant);
+            measureOps(context, m, { op }, flops / 1e12, runs);
+        };
+        std::string base = "kompute_prefill_f16_n" + std::to_string(n);
+        measure(std::make_shared<kp::OpAttention>(tensors, params), base, 5);
+        {
+            DisabledPaths simt("attention-coopmat");
+            auto op = std::make_shared<kp::OpAttention>(tensors, params);
+            measure(op, base + "_simt", n > 1024 ? 1 : 5);
+        }
+        // The cooperative-matrix path's variants (where it runs): cache
+        // positions per tile, subgroups per workgroup, K/V prefetch.
+        if (context.quick() || std::make_shared<kp::OpAttention>(tensors, params)->path().rfind("prefill-coopmat", 0) != 0) {
+            continue;
+        }
+        for (uint32_t kvTile : { 32u, 64u }) {
+            for (uint32_t subgroups : { 1u, 2u, 4u, 8u }) {
+                for (bool prefetch : { false, true }) {
+                    kp::AttentionParams tuned = params;
+                    tuned.prefillKvTile = kvTile;
+                    tuned.prefillSubgroups = subgroups;
+                    tuned.prefillPrefetch = prefetch;
+                    std::shared_ptr<kp::OpAttention> op;
+                    try {
+                        op = std::make_shared<kp::OpAttention>(tensors, tuned);
+                    } catch (const kp::Error& e) {
+                        std::cout << "  c" << kvTile << " s" << subgroups << (prefetch ? " prefetch" : "")
+                                  << ": " << e.what() << "\n";
+                        continue;
+                    }
+                    measure(op,
+                            base + "_c" + std::to_string(kvTile) + "_s" + std::to_string(subgroups) +
+                              (prefetch ? "_prefetch" : ""),
+                            5);
+                }
+            }
         }
     }
 }

@@ -427,7 +427,7 @@ bindTransformer(nb::module_& m)
             construct(self, tensors,
                       AttentionParams{ rows, heads, kvHeads, headDim, kvCapacity, scale, causal, kvRowStride, kvOffset,
                                        qRowStride, outRowStride, qOffset, outOffset, positionsOffset, path,
-                                       decodeChunk });
+                                       decodeChunk, 0, 0, false });
         },
         "tensors"_a,
         nb::kw_only(),

@@ -8,6 +8,7 @@ import pytest
 
 import kp
 
+from disable_paths import disable_paths
 from kernel_helpers import assert_near, floats_of, round_to, run, tensor_of
 
 
@@ -126,6 +127,38 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
     run(mgr, [q, k, v, pos], op, [out])
     expected = attention_reference(q_values, k_values, v_values, positions, causal, heads // kv_heads)
     assert_near(out.data(), expected.ravel(), 2e-4)
+
+
+@pytest.mark.parametrize("head_dim,kv_heads", [(64, 4), (128, 2)])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("pinned", ["auto", "simt"])
+def test_prefill_on_each_path(mgr, monkeypatch, head_dim, kv_heads, causal, pinned):
+    """f16 caches at head sizes 64 and 128 take the cooperative-matrix
+    prefill where the device has it (f16 q and weights: 2e-3); pinned to the
+    SIMT kernel (KOMPUTE_ENV_DISABLE=attention-coopmat) on every device."""
+    if pinned == "simt":
+        disable_paths(monkeypatch, "attention-coopmat")
+    heads, rows, past = 8, 37, 11
+    capacity = past + rows
+    rng = np.random.default_rng(head_dim + kv_heads)
+    q_values = rng.uniform(-1, 1, (rows, heads, head_dim)).astype(np.float32)
+    k_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * head_dim)).reshape(capacity, kv_heads, head_dim)
+    v_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * head_dim)).reshape(capacity, kv_heads, head_dim)
+    positions = (np.arange(rows) + past).astype(np.uint32)
+    q = mgr.tensor(q_values.ravel())
+    k = tensor_of(mgr, "float16", k_values.ravel())
+    v = tensor_of(mgr, "float16", v_values.ravel())
+    pos = mgr.tensor_t(positions)
+    out = mgr.tensor(np.zeros(q_values.size))
+    op = kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                        kv_capacity=capacity, causal=causal, path=kp.AttentionPath.prefill)
+    coopmat = op.path().startswith("prefill-coopmat-")
+    assert coopmat or op.path() == "prefill-tiled"
+    if pinned == "simt":
+        assert not coopmat
+    run(mgr, [q, k, v, pos], op, [out])
+    expected = attention_reference(q_values, k_values, v_values, positions, causal, heads // kv_heads)
+    assert_near(out.data(), expected.ravel(), 2e-3 if coopmat else 2e-4)
 
 
 @pytest.mark.parametrize("chunk", [16, 64, 256])

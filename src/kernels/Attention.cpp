@@ -2,13 +2,17 @@
 // OpAttention: the decode path splits each row's context into chunks, one
 // workgroup per row, KV head and chunk, the last of which to finish merges
 // them (shaders/AttentionSplit.comp, one dispatch); the prefill path is a
-// tiled flash-attention kernel (shaders/AttentionPrefill.comp).
+// flash-attention kernel: on cooperative matrices where the device has
+// f16 x f16 -> f32 ones at 16x16x16 (shaders/AttentionCoopmat.comp), else
+// in SIMT (shaders/AttentionPrefill.comp).
 #include "kompute/kernels/Attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/CoopmatRewrite.hpp"
 #include "kernels/KernelSupport.hpp"
+#include "kernels/MatMulDevice.hpp"
 #include "kompute/Tensor.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -33,6 +37,29 @@ struct AttentionPush
     float scale;
     uint32_t kvRowStride, kvOffset, qRowStride, qOffset, positionsOffset;
 };
+
+/** A variant of the cooperative-matrix prefill kernel: `kvTile` cache
+ * positions per tile, `subgroups` of 16 (row, head) pairs per workgroup. */
+struct CoopmatPrefill
+{
+    uint32_t kvTile = 32, subgroups = 4;
+    bool prefetch = false;
+};
+
+/** Bytes of shared memory AttentionCoopmat.comp declares (mirrors it). */
+uint64_t
+coopmatPrefillShared(const CoopmatPrefill& c, uint32_t headDim)
+{
+    uint64_t pairs = 16ull * c.subgroups;
+    uint64_t kvRows = std::max<uint64_t>(2ull * c.kvTile, pairs);
+    return kvRows * (headDim / 8 + 1) * 16 + pairs * (c.kvTile + 4) * 4 + pairs * (c.kvTile + 8) * 2 + pairs * 16;
+}
+
+bool
+hasShape16(const std::vector<kernels::matmul::CoopmatShape>& shapes)
+{
+    return std::any_of(shapes.begin(), shapes.end(), [](const auto& s) { return s.m == 16 && s.n == 16 && s.k == 16; });
+}
 
 uint32_t
 floorPow2(uint64_t value)
@@ -65,6 +92,11 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                   format("headDim = {} must be a multiple of 4 from 4 to {}", p.headDim, kMaxHeadDim));
     uint32_t path = static_cast<uint32_t>(p.path);
     check.require(path <= 2, format("unknown AttentionPath {}", path));
+    check.require(p.prefillKvTile == 0 || p.prefillKvTile == 32 || p.prefillKvTile == 64,
+                  format("prefillKvTile = {} must be 0, 32 or 64", p.prefillKvTile));
+    check.require(p.prefillSubgroups == 0 || p.prefillSubgroups == 1 || p.prefillSubgroups == 2 ||
+                    p.prefillSubgroups == 4 || p.prefillSubgroups == 8,
+                  format("prefillSubgroups = {} must be 0, 1, 2, 4 or 8", p.prefillSubgroups));
     uint32_t group = p.heads / p.kvHeads;
     uint64_t qWidth = uint64_t(p.heads) * p.headDim;
     uint64_t kvWidth = uint64_t(p.kvHeads) * p.headDim;
@@ -182,8 +214,85 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         return;
     }
 
-    // Prefill: tiles of 16 x 16 (8 x 8 where shared memory is short), four
-    // invocations per row of the query tile.
+    struct
+    {
+        AttentionPush base;
+        uint32_t outRowStride, outOffset;
+    } prefillPush{ push, static_cast<uint32_t>(outStride), outOffset };
+
+    // Prefill on cooperative matrices: f16 caches, head sizes of 64 or 128,
+    // 16x16x16 f16 x f16 -> f32 subgroup matrices (KHR preferred, as for
+    // OpMatMul) and shuffles to combine the lanes of a row.
+    kernels::matmul::DeviceView view = kernels::matmul::matMulDevice(*check.device(), caps);
+    bool khr = view.coopmatKHR && !caps.isDisabled("coopmat-khr") && hasShape16(view.khrF16Shapes);
+    bool nv = view.coopmatNV && !caps.isDisabled("coopmat-nv") && hasShape16(view.nvF16Shapes);
+    uint32_t subgroupSize = caps.subgroupSize;
+    bool coopmat = (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
+                   kvType == kernels::StorageType::eF16 && (p.headDim == 64 || p.headDim == 128) &&
+                   caps.subgroupShuffle && subgroupSize >= 4 && subgroupSize <= 128 &&
+                   (subgroupSize & (subgroupSize - 1)) == 0;
+    if (coopmat) {
+        CoopmatPrefill config;
+        config.kvTile = p.prefillKvTile != 0 ? p.prefillKvTile : (p.headDim == 64 ? 64 : 32);
+        config.subgroups = p.prefillSubgroups != 0 ? p.prefillSubgroups : 4;
+        config.prefetch = p.prefillPrefetch;
+        bool chosen = p.prefillKvTile != 0 || p.prefillSubgroups != 0;
+        auto problem = [&](const CoopmatPrefill& c) -> std::string {
+            uint32_t local = c.subgroups * subgroupSize;
+            if (local > caps.maxInvocations) {
+                return format("{} invocations exceed the device's {}", local, caps.maxInvocations);
+            }
+            if ((c.kvTile * p.headDim / 8) % local != 0) {
+                return format("{} invocations do not divide a tile's {} chunks", local, c.kvTile * p.headDim / 8);
+            }
+            if (coopmatPrefillShared(c, p.headDim) > caps.maxSharedBytes) {
+                return format("{} bytes of shared memory exceed the device's {}", coopmatPrefillShared(c, p.headDim),
+                              caps.maxSharedBytes);
+            }
+            return "";
+        };
+        // Without an explicit count, fewer subgroups until it fits, and
+        // (an unmeasured guess) down to 2 until there are 3 workgroups per
+        // multiprocessor: 512 rows of Llama-8B make 256 of 4 subgroups for
+        // the H200's 132.
+        auto workgroups = [&](uint32_t subgroups) {
+            return (uint64_t(p.rows) * group + 16 * subgroups - 1) / (16 * subgroups) * p.kvHeads;
+        };
+        while (p.prefillSubgroups == 0 && config.subgroups > 1 &&
+               (!problem(config).empty() ||
+                (config.subgroups > 2 && view.smCount != 0 && workgroups(config.subgroups) < 3ull * view.smCount))) {
+            config.subgroups /= 2;
+        }
+        std::string why = problem(config);
+        if (chosen) {
+            check.require(why.empty(), format("the cooperative-matrix prefill with prefillKvTile = {} and "
+                                              "prefillSubgroups = {} does not fit '{}': {}",
+                                              config.kvTile, config.subgroups, caps.deviceName, why));
+        }
+        if (why.empty()) {
+            uint32_t local = config.subgroups * subgroupSize;
+            bool vectorLoads = p.kvOffset % 8 == 0 && kvStride % 8 == 0;
+            std::vector<uint32_t> spirv = kernels::builtinSpirv(
+              format("attention_coopmat_d{}_c{}", p.headDim, config.kvTile));
+            // As for OpMatMul: the KHR form is newer than the linked
+            // SPIRV-Tools, so the driver (and the validation layer) judge it.
+            if (khr) {
+                spirv = internal::coopmatNvToKhr(spirv);
+            }
+            addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
+                                                kernels::grid(workgroups(config.subgroups), caps, "OpAttention"),
+                                                { local, config.subgroups, group, causal, 16, 16, 16,
+                                                  std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
+                                                  config.prefetch ? 1u : 0u },
+                                                prefillPush));
+            setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr ? "khr" : "nv", config.kvTile, config.subgroups,
+                           config.prefetch ? "-prefetch" : ""));
+            return;
+        }
+    }
+
+    // Prefill in SIMT: tiles of 16 x 16 (8 x 8 where shared memory is
+    // short), four invocations per row of the query tile.
     uint32_t tile = 16;
     auto sharedBytes = [&](uint32_t t) {
         return (uint64_t(t) * p.headDim * 3 + uint64_t(t) * t + 4 * uint64_t(t) + 1) * 4;
@@ -196,11 +305,6 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                          caps.deviceName, caps.maxSharedBytes));
     uint32_t local = tile * 4;
     uint32_t outputs = tile * p.headDim / local;
-    struct
-    {
-        AttentionPush base;
-        uint32_t outRowStride, outOffset;
-    } prefillPush{ push, static_cast<uint32_t>(outStride), outOffset };
     uint64_t tiles = (uint64_t(p.rows) + tile - 1) / tile;
     addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv("attention_prefill_" + kv),
                                         kernels::grid(tiles * p.heads, caps, "OpAttention"),

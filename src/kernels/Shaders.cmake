@@ -72,6 +72,13 @@ foreach(t f32 f16)
     endforeach()
     kompute_kernel_shader(attention_prefill_${t} AttentionPrefill.comp KV_TYPE=${_kernel_type_${t}})
 endforeach()
+# Prefill on cooperative matrices (f16 caches) per head size and cache
+# positions per tile: the fragments of a subgroup.
+foreach(d 64 128)
+    foreach(c 32 64)
+        kompute_kernel_shader(attention_coopmat_d${d}_c${c} AttentionCoopmat.comp HEAD_DIM=${d} BC=${c})
+    endforeach()
+endforeach()
 
 # The matrix kernels: one module each, its element types chosen by
 # specialization constants (MatMulCommon.glsl).

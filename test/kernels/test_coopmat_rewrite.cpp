@@ -225,6 +225,38 @@ TEST(CoopmatRewrite, RoundTripRestoresEveryInputWord)
     }
 }
 
+// The cooperative-matrix prefill attention (AttentionCoopmat.comp): Q and
+// P are A (lM x lK: spec ids 4, 6), K^T and V B (lK x lN: 6, 5), scores and
+// the output accumulators (lM x lN: 4, 5), whose element count it reads.
+TEST(CoopmatRewrite, AttentionModulesHaveOnlyKhrFormsAndRoundTrip)
+{
+    for (const char* name : { "attention_coopmat_d64_c32", "attention_coopmat_d64_c64", "attention_coopmat_d128_c32",
+                              "attention_coopmat_d128_c64" }) {
+        SCOPED_TRACE(name);
+        auto nv = kp::kernels::builtinSpirv(name);
+        auto khr = kp::internal::coopmatNvToKhr(nv);
+        std::map<uint32_t, uint32_t> specIdOf, constantValue;
+        auto instructions = parse(khr);
+        for (const auto& i : instructions) {
+            EXPECT_FALSE(i.opcode >= NvType && i.opcode <= NvLength) << "NV opcode " << i.opcode << " left";
+            if (i.opcode == OpDecorate && i.words[1] == 1 /* SpecId */) {
+                specIdOf[i.words[0]] = i.words[2];
+            } else if (i.opcode == OpConstant) {
+                constantValue[i.words[1]] = i.words[2];
+            }
+        }
+        std::map<std::pair<uint32_t, uint32_t>, uint32_t> useOf;
+        for (const auto& i : instructions) {
+            if (i.opcode == KhrType) {
+                useOf[{ specIdOf.at(i.words[3]), specIdOf.at(i.words[4]) }] = constantValue.at(i.words[5]);
+            }
+        }
+        std::map<std::pair<uint32_t, uint32_t>, uint32_t> expected = { { { 4, 6 }, 0u }, { { 6, 5 }, 1u }, { { 4, 5 }, 2u } };
+        EXPECT_EQ(useOf, expected);
+        EXPECT_EQ(backToNv(khr, nv[3]), nv);
+    }
+}
+
 TEST(CoopmatRewrite, Bf16OperandsGetTheirOwnFloatType)
 {
     auto nv = nvModule();

@@ -274,7 +274,9 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
                 auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
                 std::shared_ptr<kp::OpAttention> op;
                 {
-                    DisablePaths paths(disabled);
+                    // The SIMT prefill kernel on every device (the
+                    // cooperative-matrix one has its own test below).
+                    DisablePaths paths(decode ? disabled : "attention-coopmat");
                     op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
                 }
                 EXPECT_EQ(op->path().rfind(decode ? "decode-split" : "prefill-tiled", 0), 0u) << op->path();
@@ -284,6 +286,136 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
             }
         }
     }
+}
+
+struct CoopmatPrefillCase
+{
+    const char* name;
+    uint32_t rows, heads, kvHeads, headDim, past;
+    bool causal;
+    uint32_t kvOffset, rowPadding; // rowPadding: extra elements per cache row
+    float scale;                   // 0: 1 / sqrt(headDim)
+};
+
+const std::vector<CoopmatPrefillCase> kCoopmatPrefillCases = {
+    { "MHA, head 64, rows not a multiple of the tile", 37, 4, 4, 64, 5, true, 8, 8, 0.0f },
+    { "GQA 4, head 128, after a past, scalar cache loads", 100, 8, 2, 128, 30, true, 3, 4, 0.0f },
+    { "GQA 4, head 128, not causal", 19, 8, 2, 128, 40, false, 8, 0, 0.0f },
+    { "GQA 3, head 64, sharp", 45, 6, 2, 64, 7, true, 0, 0, 2.0f },
+    { "GQA 4, head 128, the LLM's layout, from position 0", 300, 32, 8, 128, 0, true, 0, 0, 0.0f },
+    { "MHA, head 128, five rows, deep past", 5, 2, 2, 128, 200, true, 16, 8, 0.0f },
+    { "GQA 4, head 64, not causal, sharp", 70, 8, 2, 64, 3, false, 5, 4, 2.0f },
+};
+
+/** The tensors and host result of one case; positions past the last row's
+ * hold NaN (unwritten cache rows must not leak into the result). */
+struct PrefillInputs
+{
+    kp::AttentionParams p;
+    std::shared_ptr<kp::Tensor> q, k, v, pos;
+    std::vector<float> expected;
+    size_t outSize = 0;
+
+    PrefillInputs(kp::Manager& mgr, const CoopmatPrefillCase& c, uint32_t seed)
+    {
+        p.rows = c.rows;
+        p.heads = c.heads;
+        p.kvHeads = c.kvHeads;
+        p.headDim = c.headDim;
+        p.kvCapacity = c.past + c.rows + 3;
+        p.causal = c.causal;
+        p.path = kp::AttentionPath::ePrefill;
+        p.kvOffset = c.kvOffset;
+        p.kvRowStride = c.kvHeads * c.headDim + c.rowPadding;
+        p.scale = c.scale;
+        p.positionsOffset = 1;
+        std::vector<uint32_t> positions = { 12345 };
+        for (uint32_t r = 0; r < c.rows; ++r) {
+            positions.push_back(c.past + r);
+        }
+        size_t cacheSize = c.kvOffset + size_t(p.kvCapacity) * p.kvRowStride;
+        auto qv = randomValues(size_t(c.rows) * c.heads * c.headDim, 40 + seed, -1.0f, 1.0f);
+        auto kvv = roundTo(DataTypes::eHalf, randomValues(cacheSize, 50 + seed, -1.0f, 1.0f));
+        auto vvv = roundTo(DataTypes::eHalf, randomValues(cacheSize, 60 + seed, -1.0f, 1.0f));
+        for (size_t e = c.kvOffset + size_t(c.past + c.rows) * p.kvRowStride; e < cacheSize; ++e) {
+            kvv[e] = NAN;
+            vvv[e] = NAN;
+        }
+        q = floatTensor(mgr, DataTypes::eFloat, qv);
+        k = floatTensor(mgr, DataTypes::eHalf, kvv);
+        v = floatTensor(mgr, DataTypes::eHalf, vvv);
+        pos = mgr.tensorT<uint32_t>(positions);
+        expected = hostAttention(qv, kvv, vvv, std::vector<uint32_t>(positions.begin() + 1, positions.end()), p);
+        outSize = qv.size();
+    }
+};
+
+// The cooperative-matrix prefill kernel (f16 caches, heads of 64 or 128) in
+// each of its tile variants, where the device has the matrices (the H200);
+// skipped with the reason elsewhere (lavapipe has none). f16 rounding of q
+// and of the softmax weights: 2e-3 of the output's range.
+TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDeviceHasThem)
+{
+    struct Variant
+    {
+        uint32_t kvTile, subgroups;
+        bool prefetch;
+    };
+    const std::vector<Variant> variants = { { 0, 0, false }, { 32, 4, true }, { 64, 2, false },
+                                            { 64, 4, true }, { 32, 8, false }, { 32, 1, false } };
+    // Both SPIR-V forms where the device has both (the H200): KHR, then NV
+    // with KHR turned off.
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    std::vector<std::pair<const char*, const char*>> forms = { { nullptr, "prefill-coopmat-" } };
+    if (caps.cooperativeMatrix.khr && caps.cooperativeMatrix.nv) {
+        forms.push_back({ "coopmat-khr", "prefill-coopmat-nv-" });
+    }
+    size_t ran = 0;
+    std::string skipped;
+    for (size_t i = 0; i < kCoopmatPrefillCases.size() && skipped.empty(); ++i) {
+        const auto& c = kCoopmatPrefillCases[i];
+        PrefillInputs in(mgr(), c, uint32_t(i));
+        for (const auto& [disabled, prefix] : forms) {
+            for (const auto& variant : variants) {
+                SCOPED_TRACE(std::string(c.name) + ", kvTile " + std::to_string(variant.kvTile) + ", subgroups " +
+                             std::to_string(variant.subgroups) + (variant.prefetch ? ", prefetch" : "") +
+                             (disabled ? ", NV" : ""));
+                kp::AttentionParams vp = in.p;
+                vp.prefillKvTile = variant.kvTile;
+                vp.prefillSubgroups = variant.subgroups;
+                vp.prefillPrefetch = variant.prefetch;
+                auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(in.outSize, -7.0f));
+                std::shared_ptr<kp::OpAttention> op;
+                try {
+                    DisablePaths paths(disabled);
+                    op = std::make_shared<kp::OpAttention>(Tensors{ in.q, in.k, in.v, in.pos, out }, vp);
+                } catch (const kp::Error& e) {
+                    // An explicit variant larger than the device's shared memory
+                    // or workgroup: a clear error, not a wrong result.
+                    EXPECT_NE(std::string(e.what()).find("does not fit"), std::string::npos) << e.what();
+                    continue;
+                }
+                if (op->path().rfind("prefill-coopmat-", 0) != 0) {
+                    skipped = op->path();
+                    break;
+                }
+                EXPECT_EQ(op->path().rfind(prefix, 0), 0u) << op->path();
+                runOp(mgr(), { in.q, in.k, in.v, in.pos }, op, { out });
+                EXPECT_TRUE(near(floatsOf(*out), in.expected, 2e-3f, 1.0f)) << op->path();
+                ++ran;
+            }
+            if (!skipped.empty()) {
+                break;
+            }
+        }
+    }
+    if (ran == 0) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' runs the prefill on '" << skipped
+                     << "': it needs f16 x f16 -> f32 cooperative matrices at 16x16x16 (KHR: "
+                     << caps.cooperativeMatrix.khr << ", NV: " << caps.cooperativeMatrix.nv
+                     << "), float16, 16-bit storage and subgroup shuffles";
+    }
+    EXPECT_TRUE(skipped.empty()) << "some shapes ran on the cooperative matrices, others on " << skipped;
 }
 
 TEST_F(TransformerKernelTest, ARecordedDecodeStepFollowsThePosition)
@@ -387,6 +519,13 @@ TEST_F(TransformerKernelTest, BadInputIsAClearError)
     odd.kvHeads = 2;
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, odd); }, { "headDim = 6 must be a multiple of 4" }));
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache32, cache32, pos, cache32 }, p); }, { "out must not be a cache" }));
+    kp::AttentionParams tile = p;
+    tile.rows = 1;
+    tile.prefillKvTile = 48;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, tile); }, { "prefillKvTile = 48 must be 0, 32 or 64" }));
+    kp::AttentionParams subgroups = p;
+    subgroups.prefillSubgroups = 3;
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, subgroups); }, { "prefillSubgroups = 3 must be" }));
     kp::AttentionParams chunk = p;
     chunk.decodeChunk = 48;
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, chunk); }, { "decodeChunk = 48 must be 0 or a power of two" }));

@@ -14,7 +14,7 @@ enum class AttentionPath
 {
     eAuto = 0,    ///< eDecode for up to 4 query rows, ePrefill above
     eDecode = 1,  ///< split over the context; the last chunk to finish merges (one dispatch)
-    ePrefill = 2, ///< tiled flash-attention kernel (query tiles x KV tiles)
+    ePrefill = 2, ///< tiled flash-attention kernel (query tiles x KV tiles), on cooperative matrices where it can
 };
 
 /**
@@ -43,6 +43,15 @@ enum class AttentionPath
  * once at a time, not in two sequences running at once (build one per
  * sequence for that). Where the cache's offset and row stride are
  * multiples of 4 elements it loads 4 values at once.
+ *
+ * The prefill path runs on cooperative matrices (path() "prefill-coopmat-
+ * khr-..." or "-nv-...") for f16 caches and headDim 64 or 128 on devices
+ * with 16x16x16 f16 x f16 -> f32 subgroup matrices and subgroup shuffles:
+ * q is scaled and rounded to f16 and the softmax weights are rounded to f16
+ * before they multiply V (f32 accumulation; about 1e-3 of the output's
+ * range). KOMPUTE_ENV_DISABLE=attention-coopmat (or coopmat, or
+ * coopmat-khr / coopmat-nv for one form) keeps it on the f32 SIMT kernel
+ * ("prefill-tiled"), which runs everywhere else.
  */
 struct AttentionParams
 {
@@ -65,6 +74,16 @@ struct AttentionParams
      * from 16 to 256, or 0 to choose from the shape (about 256 workgroups,
      * within the device's shared memory). */
     uint32_t decodeChunk = 0;
+    /** Cache positions per tile of the cooperative-matrix prefill path
+     * (32 or 64), or 0 to choose. The three prefill fields tune that path
+     * and are ignored where it does not run. */
+    uint32_t prefillKvTile = 0;
+    /** Subgroups per workgroup of that path (1, 2, 4 or 8), each for 16
+     * (query row, head) pairs of a KV head's group, or 0 to choose. */
+    uint32_t prefillSubgroups = 0;
+    /** Loads the next K/V tile into registers while the current one is
+     * used (more registers, fewer stalls) on that path. */
+    bool prefillPrefetch = false;
 };
 
 /** OpAttention({q, kCache, vCache, positions, out}, AttentionParams). */

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -290,84 +291,126 @@ BENCH_CASE("rmsnorm", "OpRMSNorm over rows of 4096 f32 with an f32 weight (GB/s 
       });
 }
 
-BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, context 4096, f16 cache (GB/s over KV bytes read)")
+namespace {
+
+/** OpAttention built with KOMPUTE_ENV_DISABLE=attention-decode-flash: the
+ * split decode kernel, as before issue 19. */
+std::shared_ptr<kp::OpAttention>
+splitKernelAttention(const Tensors& tensors, const kp::AttentionParams& params)
+{
+    const char* name = "KOMPUTE_ENV_DISABLE";
+    const char* previous = std::getenv(name);
+    std::string saved = previous != nullptr ? previous : "";
+    setenv(name, saved.empty() ? "attention-decode-flash" : (saved + ",attention-decode-flash").c_str(), 1);
+    std::shared_ptr<kp::OpAttention> op;
+    try {
+        op = std::make_shared<kp::OpAttention>(tensors, params);
+    } catch (...) {
+        previous != nullptr ? setenv(name, saved.c_str(), 1) : unsetenv(name);
+        throw;
+    }
+    previous != nullptr ? setenv(name, saved.c_str(), 1) : unsetenv(name);
+    return op;
+}
+
+} // namespace
+
+BENCH_CASE("attention",
+           "OpAttention decode: 32 heads, 8 KV heads, head 128, f16 cache of 4096 positions, contexts 128 and 4096 "
+           "(GB/s over the context's KV bytes, us per call; the split kernel of before issue 19 beside it)")
 {
     kp::Manager& mgr = context.manager();
     const uint32_t heads = 32, kvHeads = 8, D = 128;
-    const uint32_t context_ = context.quick() ? 256 : 4096;
-    size_t cacheElements = size_t(context_) * kvHeads * D;
+    const uint32_t capacity = context.quick() ? 256 : 4096;
+    size_t cacheElements = size_t(capacity) * kvHeads * D;
     auto qv = randomFloats(heads * D, 1, -1.0f, 1.0f);
     auto kv = randomFloats(cacheElements, 2, -1.0f, 1.0f);
     auto vv = randomFloats(cacheElements, 3, -1.0f, 1.0f);
     auto q = mgr.tensorT<float>(qv);
     auto k = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(kv.begin(), kv.end()));
     auto v = mgr.tensorT<kp::float16_t>(std::vector<kp::float16_t>(vv.begin(), vv.end()));
-    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ context_ - 1 });
+    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ capacity - 1 });
     auto out = mgr.tensorT<float>(heads * D);
+    mgr.sequence()->eval<kp::OpSyncDevice>({ q, k, v });
     kp::AttentionParams params;
     params.heads = heads;
     params.kvHeads = kvHeads;
     params.headDim = D;
-    params.kvCapacity = context_;
-    auto op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, params);
-    mgr.sequence()
-      ->record<kp::OpSyncDevice>({ q, k, v, positions })
-      ->record(op)
-      ->record<kp::OpSyncLocal>({ out })
-      ->eval();
+    params.kvCapacity = capacity; // as the LLM runner: the length is the position read on the device
+    const Tensors tensors = { q, k, v, positions, out };
 
-    // The host reference, on the f16-rounded cache.
-    std::vector<float> expected(heads * D);
-    for (uint32_t h = 0; h < heads; ++h) {
-        uint32_t g = h / (heads / kvHeads);
-        std::vector<double> s(context_);
-        double m = -INFINITY;
-        for (uint32_t p = 0; p < context_; ++p) {
-            double dot = 0;
+    for (uint32_t length : { 128u, capacity }) {
+        positions->setData(std::vector<uint32_t>{ length - 1 });
+        mgr.sequence()->eval<kp::OpSyncDevice>({ positions });
+        // The host reference, on the f16-rounded cache.
+        std::vector<float> expected(heads * D);
+        for (uint32_t h = 0; h < heads; ++h) {
+            uint32_t g = h / (heads / kvHeads);
+            std::vector<double> s(length);
+            double m = -INFINITY;
+            for (uint32_t p = 0; p < length; ++p) {
+                double dot = 0;
+                for (uint32_t d = 0; d < D; ++d) {
+                    dot += double(qv[h * D + d]) * float(kp::float16_t(kv[(size_t(p) * kvHeads + g) * D + d]));
+                }
+                s[p] = dot / std::sqrt(double(D));
+                m = std::max(m, s[p]);
+            }
+            double sum = 0;
+            for (double& e : s) {
+                e = std::exp(e - m);
+                sum += e;
+            }
             for (uint32_t d = 0; d < D; ++d) {
-                dot += double(qv[h * D + d]) * float(kp::float16_t(kv[(size_t(p) * kvHeads + g) * D + d]));
+                double acc = 0;
+                for (uint32_t p = 0; p < length; ++p) {
+                    acc += s[p] * float(kp::float16_t(vv[(size_t(p) * kvHeads + g) * D + d]));
+                }
+                expected[h * D + d] = float(acc / sum);
             }
-            s[p] = dot / std::sqrt(double(D));
-            m = std::max(m, s[p]);
         }
-        double sum = 0;
-        for (double& e : s) {
-            e = std::exp(e - m);
-            sum += e;
-        }
-        for (uint32_t d = 0; d < D; ++d) {
-            double acc = 0;
-            for (uint32_t p = 0; p < context_; ++p) {
-                acc += s[p] * float(kp::float16_t(vv[(size_t(p) * kvHeads + g) * D + d]));
+        double kvBytes = 2.0 * length * kvHeads * D * sizeof(kp::float16_t);
+        std::string base = "kompute_decode_f16_ctx" + std::to_string(length);
+        // The default; the subgroup kernel's fewest positions per workgroup
+        // (decodeChunk) beside it; the split kernel, by default and by its
+        // chunk sizes (positions per workgroup) where the context is long.
+        struct Variant
+        {
+            std::string suffix;
+            uint32_t chunk;
+            bool split;
+        };
+        std::vector<Variant> variants = { { "", 0, false } };
+        if (!context.quick()) {
+            for (uint32_t chunk : { 64u, 256u }) {
+                variants.push_back({ "_chunk" + std::to_string(chunk), chunk, false });
             }
-            expected[h * D + d] = float(acc / sum);
         }
-    }
-    expectClose(out->vector(), expected, 1e-4, "attention decode, context " + std::to_string(context_));
-
-    std::string variant = "kompute_decode_f16_ctx" + std::to_string(context_);
-    auto& gbs = context.add("attention", variant, "GB/s", true);
-    gbs.notes["moved"] = "K and V caches read once (2 x context x 8 x 128 x 2 bytes)";
-    gbs.notes["path"] = op->path();
-    gbs.notes["check"] = "ok";
-    double kvBytes = 2.0 * cacheElements * sizeof(kp::float16_t);
-    measureOp(context, gbs, op, kvBytes);
-    addShare(context, "attention", variant, gbs);
-    // The decode path's chunk sizes (cache positions per workgroup), for
-    // choosing the automatic one; each is checked like the default.
-    if (!context.quick()) {
-        for (uint32_t chunk : { 16u, 32u, 64u, 128u, 256u }) {
-            kp::AttentionParams chunked = params;
-            chunked.decodeChunk = chunk;
-            auto chunkOp = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, chunked);
-            mgr.sequence()->record(chunkOp)->record<kp::OpSyncLocal>({ out })->eval();
-            expectClose(out->vector(), expected, 1e-4, "attention decode, chunks of " + std::to_string(chunk));
-            std::string chunkVariant = variant + "_chunk" + std::to_string(chunk);
-            auto& m = context.add("attention", chunkVariant, "GB/s", true);
-            m.notes["check"] = "ok";
-            m.notes["path"] = chunkOp->path();
-            measureOp(context, m, chunkOp, kvBytes);
-            addShare(context, "attention", chunkVariant, m);
+        variants.push_back({ "_split", 0, true });
+        if (!context.quick() && length == capacity) {
+            for (uint32_t chunk : { 64u, 256u }) {
+                variants.push_back({ "_split_chunk" + std::to_string(chunk), chunk, true });
+            }
+        }
+        for (const auto& variant : variants) {
+            kp::AttentionParams chosen = params;
+            chosen.decodeChunk = variant.chunk;
+            auto op = variant.split ? splitKernelAttention(tensors, chosen)
+                                    : std::make_shared<kp::OpAttention>(tensors, chosen);
+            mgr.sequence()->record(op)->record<kp::OpSyncLocal>({ out })->eval();
+            std::string name = base + variant.suffix;
+            expectClose(out->vector(), expected, 1e-4, "attention " + name + " (" + op->path() + ")");
+            auto& gbs = context.add("attention", name, "GB/s", true);
+            gbs.notes["moved"] = "K and V of the context read once (2 x context x 8 x 128 x 2 bytes)";
+            gbs.notes["path"] = op->path();
+            gbs.notes["check"] = "ok";
+            measureOp(context, gbs, op, kvBytes);
+            addShare(context, "attention", name, gbs);
+            auto& us = context.add("attention", name, "us", false);
+            us.notes["path"] = op->path();
+            for (double sample : gbs.samples) {
+                us.samples.push_back(kvBytes / (sample * 1e3));
+            }
         }
     }
 }

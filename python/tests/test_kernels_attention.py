@@ -8,6 +8,7 @@ import pytest
 
 import kp
 
+from disable_paths import disable_paths
 from kernel_helpers import assert_near, floats_of, round_to, run, tensor_of
 
 
@@ -122,7 +123,9 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
     op = kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=d,
                         kv_capacity=capacity, causal=causal, path=path)
     decode = path == kp.AttentionPath.decode or (path == kp.AttentionPath.auto and rows <= 4)
-    assert op.path().startswith("decode-split" if decode else "prefill-tiled")
+    # decode-flash-subgroup where the device has subgroup shuffles (pinned by
+    # test_decode_head_128_groups), else decode-split.
+    assert op.path().startswith("decode-" if decode else "prefill-tiled")
     run(mgr, [q, k, v, pos], op, [out])
     expected = attention_reference(q_values, k_values, v_values, positions, causal, heads // kv_heads)
     assert_near(out.data(), expected.ravel(), 2e-4)
@@ -152,10 +155,14 @@ def test_decode_chunk_sizes(mgr, chunk):
 @pytest.mark.parametrize("cache_dtype", ["float16", "float32"])
 @pytest.mark.parametrize("group", [1, 4, 8])
 @pytest.mark.parametrize("kv_offset", [0, 3])
-def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
+@pytest.mark.parametrize("kernel", ["decode-flash-subgroup", "decode-split-subgroup"])
+def test_decode_head_128_groups(mgr, monkeypatch, cache_dtype, group, kv_offset, kernel):
     # The benchmark's head size, an odd context length, rows starting at
-    # multiples of 4 elements (vector loads) or not; evaluated three times
-    # with new queries, as the chunks' counters must be back at 0 after each.
+    # multiples of 8 elements (16-byte f16 loads) or not; evaluated three
+    # times with new queries, as the chunks' counters must be back at 0
+    # after each; on the subgroup kernel and on the split kernel.
+    if kernel == "decode-split-subgroup":
+        disable_paths(monkeypatch, "attention-decode-flash")
     kv_heads, d, capacity, position = 2, 128, 203, 196
     heads = kv_heads * group
     rng = np.random.default_rng(group + kv_offset)
@@ -170,6 +177,7 @@ def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
     out = mgr.tensor(np.zeros(q_values.size))
     op = kp.OpAttention([q, k, v, pos, out], heads=heads, kv_heads=kv_heads, head_dim=d, kv_capacity=capacity,
                         kv_offset=kv_offset, decode_chunk=16)
+    assert op.path() == kernel
     mgr.sequence().record(kp.OpSyncDevice([k, v, pos])).eval()
     seq = mgr.sequence()
     seq.record(kp.OpSyncDevice([q]))

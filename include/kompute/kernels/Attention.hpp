@@ -42,7 +42,13 @@ enum class AttentionPath
  * are back at 0 after each dispatch): one operation object is evaluated
  * once at a time, not in two sequences running at once (build one per
  * sequence for that). Where the cache's offset and row stride are
- * multiples of 4 elements it loads 4 values at once.
+ * multiples of 4 elements it loads 4 values at once (8 f16 values where
+ * they are multiples of 8). On devices with subgroup shuffles it runs
+ * path() "decode-flash-subgroup": how many workgroups share a row's
+ * context follows the length read from `positions` on the device, so a
+ * short context costs one workgroup per (row, KV head) and no merge;
+ * KOMPUTE_ENV_DISABLE=attention-decode-flash keeps it on the split kernel
+ * ("decode-split-subgroup" / "-shared-memory"), which runs everywhere else.
  */
 struct AttentionParams
 {
@@ -62,8 +68,10 @@ struct AttentionParams
     uint64_t positionsOffset = 0; ///< first position, in elements of positions
     AttentionPath path = AttentionPath::eAuto; ///< the kernel to run
     /** Cache positions per workgroup on the decode path: a power of two
-     * from 16 to 256, or 0 to choose from the shape (about 256 workgroups,
-     * within the device's shared memory). */
+     * from 16 to 256, or 0 to choose. "decode-flash-subgroup": the fewest
+     * per active workgroup (0: 128; longer contexts spread over at most 64
+     * workgroups per row and KV head); the split kernel: exactly (0: about
+     * 256 workgroups, within the device's shared memory). */
     uint32_t decodeChunk = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -332,64 +333,6 @@ hostAttentionRow(const float* q,
     return out;
 }
 
-BENCH_CASE("attention", "OpAttention decode: 32 heads, 8 KV heads, head 128, context 4096, f16 cache (GB/s over KV bytes read)")
-{
-    kp::Manager& mgr = context.manager();
-    const uint32_t heads = 32, kvHeads = 8, D = 128;
-    const uint32_t context_ = context.quick() ? 256 : 4096;
-    size_t cacheElements = size_t(context_) * kvHeads * D;
-    auto qv = randomFloats(heads * D, 1, -1.0f, 1.0f);
-    auto kv = randomFloats(cacheElements, 2, -1.0f, 1.0f);
-    auto vv = randomFloats(cacheElements, 3, -1.0f, 1.0f);
-    auto q = mgr.tensorT<float>(qv);
-    std::vector<kp::float16_t> k16(kv.begin(), kv.end()), v16(vv.begin(), vv.end());
-    auto k = mgr.tensorT<kp::float16_t>(k16);
-    auto v = mgr.tensorT<kp::float16_t>(v16);
-    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ context_ - 1 });
-    auto out = mgr.tensorT<float>(heads * D);
-    kp::AttentionParams params;
-    params.heads = heads;
-    params.kvHeads = kvHeads;
-    params.headDim = D;
-    params.kvCapacity = context_;
-    auto op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, params);
-    mgr.sequence()
-      ->record<kp::OpSyncDevice>({ q, k, v, positions })
-      ->record(op)
-      ->record<kp::OpSyncLocal>({ out })
-      ->eval();
-
-    // The host reference, on the f16-rounded cache.
-    std::vector<float> expected = hostAttentionRow(qv.data(), k16, v16, context_ - 1, heads, kvHeads, D);
-    expectClose(out->vector(), expected, 1e-4, "attention decode, context " + std::to_string(context_));
-
-    std::string variant = "kompute_decode_f16_ctx" + std::to_string(context_);
-    auto& gbs = context.add("attention", variant, "GB/s", true);
-    gbs.notes["moved"] = "K and V caches read once (2 x context x 8 x 128 x 2 bytes)";
-    gbs.notes["path"] = op->path();
-    gbs.notes["check"] = "ok";
-    double kvBytes = 2.0 * cacheElements * sizeof(kp::float16_t);
-    measureOp(context, gbs, op, kvBytes);
-    addShare(context, "attention", variant, gbs);
-    // The decode path's chunk sizes (cache positions per workgroup), for
-    // choosing the automatic one; each is checked like the default.
-    if (!context.quick()) {
-        for (uint32_t chunk : { 16u, 32u, 64u, 128u, 256u }) {
-            kp::AttentionParams chunked = params;
-            chunked.decodeChunk = chunk;
-            auto chunkOp = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, positions, out }, chunked);
-            mgr.sequence()->record(chunkOp)->record<kp::OpSyncLocal>({ out })->eval();
-            expectClose(out->vector(), expected, 1e-4, "attention decode, chunks of " + std::to_string(chunk));
-            std::string chunkVariant = variant + "_chunk" + std::to_string(chunk);
-            auto& m = context.add("attention", chunkVariant, "GB/s", true);
-            m.notes["check"] = "ok";
-            m.notes["path"] = chunkOp->path();
-            measureOp(context, m, chunkOp, kvBytes);
-            addShare(context, "attention", chunkVariant, m);
-        }
-    }
-}
-
 /** Sets KOMPUTE_ENV_DISABLE to `groups` for its lifetime (read when an
  * operation is built). */
 class DisabledPaths
@@ -412,6 +355,89 @@ class DisabledPaths
     bool mHad = false;
     std::string mSaved;
 };
+
+BENCH_CASE("attention",
+           "OpAttention decode: 32 heads, 8 KV heads, head 128, f16 cache of 4096 positions, contexts 128 and 4096 "
+           "(GB/s over the context's KV bytes, us per call; the split kernel of before issue 19 beside it)")
+{
+    kp::Manager& mgr = context.manager();
+    const uint32_t heads = 32, kvHeads = 8, D = 128;
+    const uint32_t capacity = context.quick() ? 256 : 4096;
+    size_t cacheElements = size_t(capacity) * kvHeads * D;
+    auto qv = randomFloats(heads * D, 1, -1.0f, 1.0f);
+    auto kv = randomFloats(cacheElements, 2, -1.0f, 1.0f);
+    auto vv = randomFloats(cacheElements, 3, -1.0f, 1.0f);
+    auto q = mgr.tensorT<float>(qv);
+    std::vector<kp::float16_t> k16(kv.begin(), kv.end()), v16(vv.begin(), vv.end());
+    auto k = mgr.tensorT<kp::float16_t>(k16);
+    auto v = mgr.tensorT<kp::float16_t>(v16);
+    auto positions = mgr.tensorT<uint32_t>(std::vector<uint32_t>{ capacity - 1 });
+    auto out = mgr.tensorT<float>(heads * D);
+    mgr.sequence()->eval<kp::OpSyncDevice>({ q, k, v });
+    kp::AttentionParams params;
+    params.heads = heads;
+    params.kvHeads = kvHeads;
+    params.headDim = D;
+    params.kvCapacity = capacity; // as the LLM runner: the length is the position read on the device
+    const Tensors tensors = { q, k, v, positions, out };
+
+    for (uint32_t length : { 128u, capacity }) {
+        positions->setData(std::vector<uint32_t>{ length - 1 });
+        mgr.sequence()->eval<kp::OpSyncDevice>({ positions });
+        // The host reference, on the f16-rounded cache.
+        std::vector<float> expected = hostAttentionRow(qv.data(), k16, v16, length - 1, heads, kvHeads, D);
+        double kvBytes = 2.0 * length * kvHeads * D * sizeof(kp::float16_t);
+        std::string base = "kompute_decode_f16_ctx" + std::to_string(length);
+        // The default; the subgroup kernel's fewest positions per workgroup
+        // (decodeChunk) beside it; the split kernel, by default and by its
+        // chunk sizes (positions per workgroup) where the context is long.
+        struct Variant
+        {
+            std::string suffix;
+            uint32_t chunk;
+            bool split;
+        };
+        std::vector<Variant> variants = { { "", 0, false } };
+        if (!context.quick()) {
+            for (uint32_t chunk : { 64u, 256u }) {
+                variants.push_back({ "_chunk" + std::to_string(chunk), chunk, false });
+            }
+        }
+        variants.push_back({ "_split", 0, true });
+        if (!context.quick() && length == capacity) {
+            for (uint32_t chunk : { 64u, 256u }) {
+                variants.push_back({ "_split_chunk" + std::to_string(chunk), chunk, true });
+            }
+        }
+        for (const auto& variant : variants) {
+            kp::AttentionParams chosen = params;
+            chosen.decodeChunk = variant.chunk;
+            std::shared_ptr<kp::OpAttention> op;
+            {
+                std::optional<DisabledPaths> splitKernel;
+                if (variant.split) {
+                    splitKernel.emplace("attention-decode-flash"); // the split kernel, as before issue 19
+                }
+                op = std::make_shared<kp::OpAttention>(tensors, chosen);
+            }
+            mgr.sequence()->record(op)->record<kp::OpSyncLocal>({ out })->eval();
+            std::string name = base + variant.suffix;
+            expectClose(out->vector(), expected, 1e-4, "attention " + name + " (" + op->path() + ")");
+            auto& gbs = context.add("attention", name, "GB/s", true);
+            gbs.notes["moved"] = "K and V of the context read once (2 x context x 8 x 128 x 2 bytes)";
+            gbs.notes["path"] = op->path();
+            gbs.notes["check"] = "ok";
+            measureOp(context, gbs, op, kvBytes);
+            addShare(context, "attention", name, gbs);
+            auto& us = context.add("attention", name, "us", false);
+            us.notes["path"] = op->path();
+            for (double sample : gbs.samples) {
+                us.samples.push_back(kvBytes / (sample * 1e3));
+            }
+        }
+    }
+}
+
 
 BENCH_CASE("attention_prefill", "OpAttention prefill: 32 heads, 8 KV heads, head 128, f16 cache, causal, 512 and 4096 "
                                 "tokens from position 0 (TFLOP/s counting causal work: 4 x 128 x 32 x n(n+1)/2)")
@@ -475,15 +501,14 @@ BENCH_CASE("attention_prefill", "OpAttention prefill: 32 heads, 8 KV heads, head
             measureOps(context, m, { op }, flops / 1e12, runs);
         };
         std::string base = "kompute_prefill_f16_n" + std::to_string(n);
-        measure(std::make_shared<kp::OpAttention>(tensors, params), base, 5);
-        {
-            DisabledPaths simt("attention-coopmat");
-            auto op = std::make_shared<kp::OpAttention>(tensors, params);
-            measure(op, base + "_simt", n > 1024 ? 1 : 5);
-        }
+        // The default (the SIMT kernel until the cooperative-matrix one has
+        // been checked and timed on a GPU).
+        measure(std::make_shared<kp::OpAttention>(tensors, params), base, n > 1024 ? 1 : 5);
         // The cooperative-matrix path's variants (where it runs): cache
         // positions per tile, subgroups per workgroup, K/V prefetch.
-        if (context.quick() || std::make_shared<kp::OpAttention>(tensors, params)->path().rfind("prefill-coopmat", 0) != 0) {
+        kp::AttentionParams asked = params;
+        asked.prefillKvTile = 32;
+        if (context.quick() || std::make_shared<kp::OpAttention>(tensors, asked)->path().rfind("prefill-coopmat", 0) != 0) {
             continue;
         }
         for (uint32_t kvTile : { 32u, 64u }) {

@@ -423,11 +423,12 @@ bindTransformer(nb::module_& m)
         [](OpAttention* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t kvHeads,
            uint32_t headDim, uint32_t kvCapacity, float scale, bool causal, uint32_t kvRowStride, uint64_t kvOffset,
            uint32_t qRowStride, uint32_t outRowStride, uint64_t qOffset, uint64_t outOffset, uint64_t positionsOffset,
-           AttentionPath path, uint32_t decodeChunk) {
+           AttentionPath path, uint32_t decodeChunk, uint32_t prefillKvTile, uint32_t prefillSubgroups,
+           bool prefillPrefetch) {
             construct(self, tensors,
                       AttentionParams{ rows, heads, kvHeads, headDim, kvCapacity, scale, causal, kvRowStride, kvOffset,
                                        qRowStride, outRowStride, qOffset, outOffset, positionsOffset, path,
-                                       decodeChunk, 0, 0, false });
+                                       decodeChunk, prefillKvTile, prefillSubgroups, prefillPrefetch });
         },
         "tensors"_a,
         nb::kw_only(),
@@ -447,9 +448,15 @@ bindTransformer(nb::module_& m)
         "positions_offset"_a = 0,
         "path"_a = AttentionPath::eAuto,
         "decode_chunk"_a = 0,
+        "prefill_kv_tile"_a = 0,
+        "prefill_subgroups"_a = 0,
+        "prefill_prefetch"_a = false,
         keepGil,
         "tensors: [q, k_cache, v_cache, positions, out]. decode_chunk: cache positions per workgroup on "
-        "the decode path (a power of two from 16 to 256; 0: chosen from the shape).");
+        "the decode path (a power of two from 16 to 256; 0: chosen from the shape). prefill_kv_tile (32 "
+        "or 64), prefill_subgroups (1, 2, 4 or 8), prefill_prefetch: a variant of the cooperative-matrix "
+        "prefill, which runs only when one of the first two is non-zero, on devices that have it (not yet "
+        "the default: see AttentionParams in C++).");
 }
 
 

@@ -123,7 +123,9 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
     op = kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=d,
                         kv_capacity=capacity, causal=causal, path=path)
     decode = path == kp.AttentionPath.decode or (path == kp.AttentionPath.auto and rows <= 4)
-    assert op.path().startswith("decode-split" if decode else "prefill-tiled")
+    # decode-flash-subgroup where the device has subgroup shuffles (pinned by
+    # test_decode_head_128_groups), else decode-split.
+    assert op.path().startswith("decode-" if decode else "prefill-tiled")
     run(mgr, [q, k, v, pos], op, [out])
     expected = attention_reference(q_values, k_values, v_values, positions, causal, heads // kv_heads)
     assert_near(out.data(), expected.ravel(), 2e-4)
@@ -131,11 +133,12 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
 
 @pytest.mark.parametrize("head_dim,kv_heads", [(64, 4), (128, 2)])
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("pinned", ["auto", "simt"])
+@pytest.mark.parametrize("pinned", ["default", "asked", "simt"])
 def test_prefill_on_each_path(mgr, monkeypatch, head_dim, kv_heads, causal, pinned):
-    """f16 caches at head sizes 64 and 128 take the cooperative-matrix
-    prefill where the device has it (f16 q and weights: 2e-3); pinned to the
-    SIMT kernel (KOMPUTE_ENV_DISABLE=attention-coopmat) on every device."""
+    """The default prefill is the SIMT kernel; asked for (prefill_kv_tile),
+    f16 caches at head sizes 64 and 128 take the cooperative-matrix prefill
+    where the device has it (f16 q and weights: 2e-3), and the SIMT kernel
+    where it does not or KOMPUTE_ENV_DISABLE=attention-coopmat."""
     if pinned == "simt":
         disable_paths(monkeypatch, "attention-coopmat")
     heads, rows, past = 8, 37, 11
@@ -151,11 +154,17 @@ def test_prefill_on_each_path(mgr, monkeypatch, head_dim, kv_heads, causal, pinn
     pos = mgr.tensor_t(positions)
     out = mgr.tensor(np.zeros(q_values.size))
     op = kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-                        kv_capacity=capacity, causal=causal, path=kp.AttentionPath.prefill)
+                        kv_capacity=capacity, causal=causal, path=kp.AttentionPath.prefill,
+                        prefill_kv_tile=0 if pinned == "default" else 32)
     coopmat = op.path().startswith("prefill-coopmat-")
-    assert coopmat or op.path() == "prefill-tiled"
-    if pinned == "simt":
-        assert not coopmat
+    # Every device with cooperative matrices known to us has the f16
+    # 16x16x16 shape the kernel needs.
+    cooperative = mgr.get_device_properties()["cooperative_matrix"]
+    has_coopmat = cooperative["khr"] or cooperative["nv"]
+    if pinned == "asked" and has_coopmat:
+        assert coopmat, op.path()
+    else:
+        assert op.path() == "prefill-tiled"
     run(mgr, [q, k, v, pos], op, [out])
     expected = attention_reference(q_values, k_values, v_values, positions, causal, heads // kv_heads)
     assert_near(out.data(), expected.ravel(), 2e-3 if coopmat else 2e-4)
@@ -185,10 +194,14 @@ def test_decode_chunk_sizes(mgr, chunk):
 @pytest.mark.parametrize("cache_dtype", ["float16", "float32"])
 @pytest.mark.parametrize("group", [1, 4, 8])
 @pytest.mark.parametrize("kv_offset", [0, 3])
-def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
+@pytest.mark.parametrize("kernel", ["decode-flash-subgroup", "decode-split-subgroup"])
+def test_decode_head_128_groups(mgr, monkeypatch, cache_dtype, group, kv_offset, kernel):
     # The benchmark's head size, an odd context length, rows starting at
-    # multiples of 4 elements (vector loads) or not; evaluated three times
-    # with new queries, as the chunks' counters must be back at 0 after each.
+    # multiples of 8 elements (16-byte f16 loads) or not; evaluated three
+    # times with new queries, as the chunks' counters must be back at 0
+    # after each; on the subgroup kernel and on the split kernel.
+    if kernel == "decode-split-subgroup":
+        disable_paths(monkeypatch, "attention-decode-flash")
     kv_heads, d, capacity, position = 2, 128, 203, 196
     heads = kv_heads * group
     rng = np.random.default_rng(group + kv_offset)
@@ -203,6 +216,7 @@ def test_decode_head_128_groups(mgr, cache_dtype, group, kv_offset):
     out = mgr.tensor(np.zeros(q_values.size))
     op = kp.OpAttention([q, k, v, pos, out], heads=heads, kv_heads=kv_heads, head_dim=d, kv_capacity=capacity,
                         kv_offset=kv_offset, decode_chunk=16)
+    assert op.path() == kernel
     mgr.sequence().record(kp.OpSyncDevice([k, v, pos])).eval()
     seq = mgr.sequence()
     seq.record(kp.OpSyncDevice([q]))

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// OpAttention: the decode path splits each row's context into chunks, one
-// workgroup per row, KV head and chunk, the last of which to finish merges
-// them (shaders/AttentionSplit.comp, one dispatch); the prefill path is a
-// flash-attention kernel: on cooperative matrices where the device has
-// f16 x f16 -> f32 ones at 16x16x16 (shaders/AttentionCoopmat.comp), else
-// in SIMT (shaders/AttentionPrefill.comp).
+// OpAttention: the decode path splits each row's context into chunks, as
+// many as the length read on the device needs, the last workgroup of a row
+// to finish merging them (shaders/AttentionDecode.comp on subgroup
+// shuffles, else shaders/AttentionSplit.comp; one dispatch); the prefill
+// path is a flash-attention kernel in SIMT (shaders/AttentionPrefill.comp),
+// or, when the caller asks for one of its variants, on cooperative matrices
+// where the device has f16 x f16 -> f32 ones at 16x16x16
+// (shaders/AttentionCoopmat.comp).
 #include "kompute/kernels/Attention.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
 
 #include "kernels/CoopmatRewrite.hpp"
 #include "kernels/KernelSupport.hpp"
@@ -30,6 +34,12 @@ constexpr uint32_t kAutoDecodeRows = 4;
 // measured 999 GB/s against 846 GB/s for 512, 987 for 128: fewer chunks
 // shorten the merge that the last workgroup does.
 constexpr uint64_t kDecodeTargetGroups = 256;
+// The subgroup decode kernel: each active workgroup takes at least this
+// many positions (a context up to it runs one workgroup per row and KV
+// head, which writes the output itself), and at most this many workgroups
+// share a context (longer ones take more positions each).
+constexpr uint32_t kDecodeMinChunk = 128;
+constexpr uint32_t kDecodeMaxSplits = 64;
 
 struct AttentionPush
 {
@@ -69,6 +79,88 @@ floorPow2(uint64_t value)
         result *= 2;
     }
     return result;
+}
+
+/** The decode kernels' push constants. */
+struct DecodePush
+{
+    AttentionPush base;
+    uint32_t splits, outRowStride, outOffset;
+};
+
+/** The decode paths' scratch: per (row, head, split) the partial output
+ * and (max, sum), padded to whole vectors of 4; and a counter per (row, KV
+ * head), zero once here (uploaded at creation), left 0 by each dispatch. */
+std::pair<std::shared_ptr<Memory>, std::shared_ptr<Memory>>
+decodeScratch(const Checker& check, const AttentionParams& p, uint32_t splits)
+{
+    uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 4);
+    check.require(scratchElements * 4 <= check.device()->properties().limits.maxStorageBufferRange &&
+                    scratchElements <= UINT32_MAX,
+                  format("the decode path's partial results for {} rows ({} floats) exceed what one buffer "
+                         "holds: use the prefill path for this many rows",
+                         p.rows, scratchElements));
+    return { std::make_shared<TensorT<float>>(check.device(), static_cast<size_t>(scratchElements),
+                                              Memory::MemoryTypes::eStorage),
+             std::make_shared<TensorT<uint32_t>>(check.device(), std::vector<uint32_t>(size_t(p.rows) * p.kvHeads, 0u),
+                                                 Memory::MemoryTypes::eStorage) };
+}
+
+/** How shaders/AttentionDecode.comp runs a shape on a device. */
+struct FlashDecode
+{
+    uint32_t local, lanes, vecsPerLane, rowsPerPass, subgroups, minChunk, splits;
+    std::string variant;
+};
+
+/** The subgroup decode kernel's configuration, or nothing where it does
+ * not run: without subgroup shuffles on full subgroups, where the lanes'
+ * registers would not hold a group's queries and outputs (more than 32
+ * vectors of each), where shared memory does not hold one subgroup's
+ * results, or when KOMPUTE_ENV_DISABLE names attention-decode-flash (the
+ * split kernel then runs, as before issue 19). */
+std::optional<FlashDecode>
+flashDecode(const Checker& check, const AttentionParams& p, kernels::StorageType kvType, uint64_t kvStride)
+{
+    const auto& caps = check.caps();
+    FlashDecode f;
+    f.local = caps.localSize(128);
+    uint32_t sg = caps.subgroupSize;
+    if (!caps.useSubgroups() || !caps.subgroupShuffle || caps.isDisabled("attention-decode-flash") || sg < 1 ||
+        sg > f.local || f.local % sg != 0) {
+        return std::nullopt;
+    }
+    bool f16 = kvType == kernels::StorageType::eF16;
+    uint32_t group = p.heads / p.kvHeads;
+    uint32_t vecs = p.headDim / 4;
+    // 16 bytes per lane and row where the subgroup is wide enough.
+    uint32_t lanes = 1;
+    while (lanes < sg && lanes * (f16 ? 8 : 4) < p.headDim) {
+        lanes *= 2;
+    }
+    f.lanes = lanes;
+    f.vecsPerLane = (vecs + lanes - 1) / lanes;
+    bool wide = f16 && p.headDim % 8 == 0 && p.kvOffset % 8 == 0 && kvStride % 8 == 0 && f.vecsPerLane % 2 == 0;
+    bool vector = p.kvOffset % 4 == 0 && kvStride % 4 == 0;
+    if (group * f.vecsPerLane > 32) {
+        return std::nullopt;
+    }
+    // At most 32 scores (rows x heads) per lane and pass, 8 rows.
+    f.rowsPerPass = std::max(1u, std::min(8u, 32u / group));
+    // The final merge holds each subgroup's outputs in shared memory: fewer
+    // subgroups where they do not fit.
+    auto shared = [&] { return uint64_t(f.local / sg) * group * (vecs * 16 + 8) + 16; };
+    while (f.local > sg && shared() > caps.maxSharedBytes) {
+        f.local /= 2;
+    }
+    if (shared() > caps.maxSharedBytes) {
+        return std::nullopt;
+    }
+    f.subgroups = f.local / sg;
+    f.minChunk = p.decodeChunk != 0 ? p.decodeChunk : kDecodeMinChunk;
+    f.splits = std::min<uint32_t>(kDecodeMaxSplits, (p.kvCapacity + f.minChunk - 1) / f.minChunk);
+    f.variant = std::string("attention_decode_") + kernels::typeName(kvType) + (wide ? "_v8" : vector ? "_v4" : "");
+    return f;
 }
 
 } // namespace
@@ -143,6 +235,24 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
     bool decode = p.path == AttentionPath::eDecode || (p.path == AttentionPath::eAuto && p.rows <= kAutoDecodeRows);
     std::string kv = kernels::typeName(kvType);
 
+    check.require(!decode || p.decodeChunk == 0 ||
+                    (p.decodeChunk >= 16 && p.decodeChunk <= 256 && (p.decodeChunk & (p.decodeChunk - 1)) == 0),
+                  format("decodeChunk = {} must be 0 or a power of two from 16 to 256", p.decodeChunk));
+    std::optional<FlashDecode> flash = decode ? flashDecode(check, p, kvType, kvStride) : std::nullopt;
+    if (flash) {
+        std::tie(mScratch, mCounters) = decodeScratch(check, p, flash->splits);
+        DecodePush decodePush{ push, flash->splits, static_cast<uint32_t>(outStride), outOffset };
+        std::vector<std::shared_ptr<Memory>> decodeTensors = { tensors[0], tensors[1], tensors[2], tensors[3],
+                                                               tensors[4], mScratch, mCounters };
+        addDispatch(kernels::buildAlgorithm(
+          check.device(), decodeTensors, kernels::builtinSpirv(flash->variant),
+          kernels::grid(uint64_t(p.rows) * p.kvHeads * flash->splits, caps, "OpAttention"),
+          { flash->local, p.headDim, group, flash->minChunk, causal, flash->lanes, flash->vecsPerLane,
+            flash->rowsPerPass, flash->subgroups },
+          decodePush));
+        setPath("decode-flash-subgroup");
+        return;
+    }
     if (decode) {
         // One workgroup of 128 invocations (every device runs 128) per
         // (row, KV head, chunk); see shaders/AttentionSplit.comp.
@@ -154,8 +264,6 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
             return (uint64_t(group) * p.headDim + uint64_t(group) * c + 2 * uint64_t(local)) * 4 + 16;
         };
         if (p.decodeChunk != 0) {
-            check.require(p.decodeChunk >= 16 && p.decodeChunk <= 256 && (p.decodeChunk & (p.decodeChunk - 1)) == 0,
-                          format("decodeChunk = {} must be 0 or a power of two from 16 to 256", p.decodeChunk));
             chunk = p.decodeChunk;
         }
         while (chunk > 16 && sharedBytes(chunk) > caps.maxSharedBytes) {
@@ -166,19 +274,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                              "({} bytes)",
                              group, p.headDim, caps.deviceName, caps.maxSharedBytes));
         uint32_t splits = (p.kvCapacity + chunk - 1) / chunk;
-        // Partial results: per (row, head, chunk) the output and (max, sum),
-        // padded to whole vectors of 4.
-        uint64_t scratchElements = uint64_t(p.rows) * p.heads * splits * (p.headDim + 4);
-        check.require(scratchElements * 4 <= check.device()->properties().limits.maxStorageBufferRange &&
-                        scratchElements <= UINT32_MAX,
-                      format("the decode path's partial results for {} rows ({} floats) exceed what one buffer "
-                             "holds: use the prefill path for this many rows",
-                             p.rows, scratchElements));
-        mScratch = std::make_shared<TensorT<float>>(check.device(), static_cast<size_t>(scratchElements),
-                                                    Memory::MemoryTypes::eStorage);
-        // Zero once here (uploaded at creation); each dispatch leaves them 0.
-        mCounters = std::make_shared<TensorT<uint32_t>>(
-          check.device(), std::vector<uint32_t>(size_t(p.rows) * p.kvHeads, 0u), Memory::MemoryTypes::eStorage);
+        std::tie(mScratch, mCounters) = decodeScratch(check, p, splits);
 
         // Subgroup lanes per K row where shuffles work on full subgroups,
         // else one invocation per row.
@@ -198,11 +294,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         // Vector loads where every row starts at a multiple of 4 elements.
         bool vectorLoads = p.kvOffset % 4 == 0 && kvStride % 4 == 0;
         std::string variant = "attention_split_" + kv + (subgroups ? "_sg" : "_sh") + (vectorLoads ? "_v4" : "");
-        struct
-        {
-            AttentionPush base;
-            uint32_t splits, outRowStride, outOffset;
-        } decodePush{ push, splits, static_cast<uint32_t>(outStride), outOffset };
+        DecodePush decodePush{ push, splits, static_cast<uint32_t>(outStride), outOffset };
         std::vector<std::shared_ptr<Memory>> decodeTensors = { tensors[0], tensors[1], tensors[2], tensors[3],
                                                                tensors[4], mScratch, mCounters };
         addDispatch(kernels::buildAlgorithm(check.device(), decodeTensors, kernels::builtinSpirv(variant),
@@ -222,12 +314,17 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
 
     // Prefill on cooperative matrices: f16 caches, head sizes of 64 or 128,
     // 16x16x16 f16 x f16 -> f32 subgroup matrices (KHR preferred, as for
-    // OpMatMul) and shuffles to combine the lanes of a row.
+    // OpMatMul) and shuffles to combine the lanes of a row. Only when the
+    // caller asks for one of its variants (prefillKvTile or
+    // prefillSubgroups): the kernel has not run on a GPU yet (lavapipe has
+    // no cooperative matrices), so it is no default until an H200 run has
+    // checked and timed it.
+    bool asked = p.prefillKvTile != 0 || p.prefillSubgroups != 0;
     kernels::matmul::DeviceView view = kernels::matmul::matMulDevice(*check.device(), caps);
     bool khr = view.coopmatKHR && !caps.isDisabled("coopmat-khr") && hasShape16(view.khrF16Shapes);
     bool nv = view.coopmatNV && !caps.isDisabled("coopmat-nv") && hasShape16(view.nvF16Shapes);
     uint32_t subgroupSize = caps.subgroupSize;
-    bool coopmat = (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
+    bool coopmat = asked && (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
                    kvType == kernels::StorageType::eF16 && (p.headDim == 64 || p.headDim == 128) &&
                    caps.subgroupShuffle && subgroupSize >= 4 && subgroupSize <= 128 &&
                    (subgroupSize & (subgroupSize - 1)) == 0;
@@ -236,7 +333,6 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         config.kvTile = p.prefillKvTile != 0 ? p.prefillKvTile : (p.headDim == 64 ? 64 : 32);
         config.subgroups = p.prefillSubgroups != 0 ? p.prefillSubgroups : 4;
         config.prefetch = p.prefillPrefetch;
-        bool chosen = p.prefillKvTile != 0 || p.prefillSubgroups != 0;
         auto problem = [&](const CoopmatPrefill& c) -> std::string {
             uint32_t local = c.subgroups * subgroupSize;
             if (local > caps.maxInvocations) {
@@ -264,31 +360,29 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
             config.subgroups /= 2;
         }
         std::string why = problem(config);
-        if (chosen) {
-            check.require(why.empty(), format("the cooperative-matrix prefill with prefillKvTile = {} and "
-                                              "prefillSubgroups = {} does not fit '{}': {}",
-                                              config.kvTile, config.subgroups, caps.deviceName, why));
+        // An explicit variant that does not fit is a clear error, not a
+        // silent fallback.
+        check.require(why.empty(), format("the cooperative-matrix prefill with prefillKvTile = {} and "
+                                          "prefillSubgroups = {} does not fit '{}': {}",
+                                          config.kvTile, config.subgroups, caps.deviceName, why));
+        uint32_t local = config.subgroups * subgroupSize;
+        bool vectorLoads = p.kvOffset % 8 == 0 && kvStride % 8 == 0;
+        std::vector<uint32_t> spirv = kernels::builtinSpirv(
+          format("attention_coopmat_d{}_c{}", p.headDim, config.kvTile));
+        // As for OpMatMul: the KHR form is newer than the linked
+        // SPIRV-Tools, so the driver (and the validation layer) judge it.
+        if (khr) {
+            spirv = internal::coopmatNvToKhr(spirv);
         }
-        if (why.empty()) {
-            uint32_t local = config.subgroups * subgroupSize;
-            bool vectorLoads = p.kvOffset % 8 == 0 && kvStride % 8 == 0;
-            std::vector<uint32_t> spirv = kernels::builtinSpirv(
-              format("attention_coopmat_d{}_c{}", p.headDim, config.kvTile));
-            // As for OpMatMul: the KHR form is newer than the linked
-            // SPIRV-Tools, so the driver (and the validation layer) judge it.
-            if (khr) {
-                spirv = internal::coopmatNvToKhr(spirv);
-            }
-            addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
-                                                kernels::grid(workgroups(config.subgroups), caps, "OpAttention"),
-                                                { local, config.subgroups, group, causal, 16, 16, 16,
-                                                  std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
-                                                  config.prefetch ? 1u : 0u },
-                                                prefillPush));
-            setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr ? "khr" : "nv", config.kvTile, config.subgroups,
-                           config.prefetch ? "-prefetch" : ""));
-            return;
-        }
+        addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
+                                            kernels::grid(workgroups(config.subgroups), caps, "OpAttention"),
+                                            { local, config.subgroups, group, causal, 16, 16, 16,
+                                              std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
+                                              config.prefetch ? 1u : 0u },
+                                            prefillPush));
+        setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr ? "khr" : "nv", config.kvTile, config.subgroups,
+                       config.prefetch ? "-prefetch" : ""));
+        return;
     }
 
     // Prefill in SIMT: tiles of 16 x 16 (8 x 8 where shared memory is

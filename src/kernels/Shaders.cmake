@@ -70,6 +70,13 @@ foreach(t f32 f16)
         kompute_kernel_shader(attention_split_${t}_sg${v} AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} SUBGROUP ${_v})
         kompute_kernel_shader(attention_split_${t}_sh${v} AttentionSplit.comp KV_TYPE=${_kernel_type_${t}} ${_v})
     endforeach()
+    # Decode on subgroups: 4 scalar loads, 4 values (_v4) or 8 f16 values
+    # (_v8, 16 bytes) at once.
+    kompute_kernel_shader(attention_decode_${t} AttentionDecode.comp KV_TYPE=${_kernel_type_${t}})
+    kompute_kernel_shader(attention_decode_${t}_v4 AttentionDecode.comp KV_TYPE=${_kernel_type_${t}} VECTOR_LOADS)
+    if(t STREQUAL "f16")
+        kompute_kernel_shader(attention_decode_f16_v8 AttentionDecode.comp KV_TYPE=1 WIDE_LOADS)
+    endif()
     kompute_kernel_shader(attention_prefill_${t} AttentionPrefill.comp KV_TYPE=${_kernel_type_${t}})
 endforeach()
 # Prefill on cooperative matrices (f16 caches) per head size and cache

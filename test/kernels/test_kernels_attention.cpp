@@ -279,7 +279,10 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
                     DisablePaths paths(decode ? disabled : "attention-coopmat");
                     op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
                 }
-                EXPECT_EQ(op->path().rfind(decode ? "decode-split" : "prefill-tiled", 0), 0u) << op->path();
+                // The subgroup decode kernel where the device has shuffles
+                // (pinned by DecodeOnSubgroupsMatchesTheHostAtEveryLength),
+                // the split kernel on the shared-memory path.
+                EXPECT_EQ(op->path().rfind(decode ? (disabled ? "decode-split-shared-memory" : "decode-") : "prefill-tiled", 0), 0u) << op->path();
                 runOp(mgr(), { q, k, v, pos }, op, { out });
                 auto expected = hostAttention(qv, kvv, vvv, positions, p);
                 EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
@@ -361,7 +364,9 @@ TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDevic
         uint32_t kvTile, subgroups;
         bool prefetch;
     };
-    const std::vector<Variant> variants = { { 0, 0, false }, { 32, 4, true }, { 64, 2, false },
+    // Asked for by tile or subgroups (the default stays on the SIMT kernel
+    // until an H200 run has checked and timed this one, below).
+    const std::vector<Variant> variants = { { 32, 0, false }, { 0, 2, false }, { 32, 4, true }, { 64, 2, false },
                                             { 64, 4, true }, { 32, 8, false }, { 32, 1, false } };
     // Both SPIR-V forms where the device has both (the H200): KHR, then NV
     // with KHR turned off.
@@ -399,6 +404,11 @@ TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDevic
                     skipped = op->path();
                     break;
                 }
+                if (variant.kvTile == 32 && variant.subgroups == 0 && !disabled) {
+                    // The same shape without a variant asked for: the SIMT kernel.
+                    auto plain = std::make_shared<kp::OpAttention>(Tensors{ in.q, in.k, in.v, in.pos, out }, in.p);
+                    EXPECT_EQ(plain->path(), "prefill-tiled");
+                }
                 EXPECT_EQ(op->path().rfind(prefix, 0), 0u) << op->path();
                 runOp(mgr(), { in.q, in.k, in.v, in.pos }, op, { out });
                 EXPECT_TRUE(near(floatsOf(*out), in.expected, 2e-3f, 1.0f)) << op->path();
@@ -418,6 +428,79 @@ TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDevic
     EXPECT_TRUE(skipped.empty()) << "some shapes ran on the cooperative matrices, others on " << skipped;
 }
 
+TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
+{
+    // The subgroup decode kernel ("decode-flash-subgroup") against the host
+    // and against the split kernel (attention-decode-flash disabled): the
+    // context lengths around its passes (64 rows of head 128) and splits
+    // (128 positions each by default, 16 given: one workgroup per 64),
+    // groups 1, 4 and 8, heads of 64 and 128, both cache types and each
+    // load width (8 f16 values, 4, scalar: the offsets and row strides),
+    // two rows at different positions read at an offset. The cache past
+    // each context holds NaN: a position that should not count spoils it.
+    struct Shape
+    {
+        uint32_t heads, kvHeads, headDim;
+        DataTypes type;
+        uint32_t kvOffset, rowPadding, decodeChunk;
+    };
+    const std::vector<Shape> shapes = {
+        { 32, 8, 128, DataTypes::eHalf, 8, 0, 0 },   // Llama-8B, 16-byte loads
+        { 8, 8, 64, DataTypes::eFloat, 4, 4, 0 },    // group 1, f32 vectors
+        { 16, 2, 64, DataTypes::eHalf, 3, 4, 16 },   // group 8, scalar loads, small splits
+        { 8, 2, 128, DataTypes::eFloat, 3, 0, 16 },  // group 4, f32 scalar loads
+        { 16, 2, 128, DataTypes::eHalf, 4, 4, 0 },   // group 8, 8-byte f16 loads
+    };
+    const uint32_t lengths[] = { 1, 2, 31, 33, 64, 65, 129, 1000, 4096 };
+    for (const auto& shape : shapes) {
+        for (uint32_t length : lengths) {
+            for (const char* disabled : { static_cast<const char*>(nullptr), "attention-decode-flash" }) {
+                if (disabled != nullptr && length != 1000) {
+                    continue; // the split kernel: one length of each shape here, the others below
+                }
+                SCOPED_TRACE(shortName(shape.type) + " heads " + std::to_string(shape.heads) + "/" +
+                             std::to_string(shape.kvHeads) + " x " + std::to_string(shape.headDim) + " kvOffset " +
+                             std::to_string(shape.kvOffset) + " chunk " + std::to_string(shape.decodeChunk) +
+                             " context " + std::to_string(length) + (disabled ? " split kernel" : ""));
+                kp::AttentionParams p;
+                p.rows = 2;
+                p.heads = shape.heads;
+                p.kvHeads = shape.kvHeads;
+                p.headDim = shape.headDim;
+                p.kvCapacity = length + 3;
+                p.kvOffset = shape.kvOffset;
+                p.kvRowStride = shape.kvHeads * shape.headDim + shape.rowPadding;
+                p.positionsOffset = 1;
+                p.decodeChunk = shape.decodeChunk;
+                p.scale = 0.5f;
+                // Row 0 attends to the whole context, row 1 to about half.
+                std::vector<uint32_t> positions = { 7777, length - 1, (length - 1) / 2 };
+                size_t cacheSize = shape.kvOffset + size_t(p.kvCapacity) * p.kvRowStride;
+                auto kv = roundTo(shape.type, randomValues(cacheSize, 40 + length, -1.0f, 1.0f));
+                auto vv = roundTo(shape.type, randomValues(cacheSize, 50 + length, -1.0f, 1.0f));
+                for (size_t i = shape.kvOffset + size_t(length) * p.kvRowStride; i < cacheSize; ++i) {
+                    kv[i] = vv[i] = std::nanf("");
+                }
+                auto qv = randomValues(size_t(p.rows) * p.heads * p.headDim, 60 + length, -1.0f, 1.0f);
+                auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
+                auto k = floatTensor(mgr(), shape.type, kv);
+                auto v = floatTensor(mgr(), shape.type, vv);
+                auto pos = mgr().tensorT<uint32_t>(positions);
+                auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
+                std::shared_ptr<kp::OpAttention> op;
+                {
+                    DisablePaths paths(disabled);
+                    op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
+                }
+                EXPECT_EQ(op->path(), disabled ? "decode-split-subgroup" : "decode-flash-subgroup");
+                runOp(mgr(), { q, k, v, pos }, op, { out });
+                auto expected = hostAttention(qv, kv, vv, { positions[1], positions[2] }, p);
+                EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+            }
+        }
+    }
+}
+
 TEST_F(TransformerKernelTest, ARecordedDecodeStepFollowsThePosition)
 {
     // The decode loop of an LLM: write K and V of the new token at its
@@ -425,8 +508,8 @@ TEST_F(TransformerKernelTest, ARecordedDecodeStepFollowsThePosition)
     // changed on the host before each eval. Chunks of 16 positions: up to 19
     // workgroups per KV head, the last of which merges and resets its
     // counter for the next eval. The positions grow, jump ahead and back.
-    for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
-        SCOPED_TRACE(disabled ? "shared-memory" : "default");
+    for (const char* disabled : { static_cast<const char*>(nullptr), "attention-decode-flash", "subgroup" }) {
+        SCOPED_TRACE(disabled ? disabled : "default");
         uint32_t heads = 8, kvHeads = 2, D = 32, capacity = 300;
         kp::AttentionParams p;
         p.heads = heads;

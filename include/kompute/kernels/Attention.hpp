@@ -42,16 +42,25 @@ enum class AttentionPath
  * are back at 0 after each dispatch): one operation object is evaluated
  * once at a time, not in two sequences running at once (build one per
  * sequence for that). Where the cache's offset and row stride are
- * multiples of 4 elements it loads 4 values at once.
+ * multiples of 4 elements it loads 4 values at once (8 f16 values where
+ * they are multiples of 8). On devices with subgroup shuffles it runs
+ * path() "decode-flash-subgroup": how many workgroups share a row's
+ * context follows the length read from `positions` on the device, so a
+ * short context costs one workgroup per (row, KV head) and no merge;
+ * KOMPUTE_ENV_DISABLE=attention-decode-flash keeps it on the split kernel
+ * ("decode-split-subgroup" / "-shared-memory"), which runs everywhere else.
  *
- * The prefill path runs on cooperative matrices (path() "prefill-coopmat-
- * khr-..." or "-nv-...") for f16 caches and headDim 64 or 128 on devices
- * with 16x16x16 f16 x f16 -> f32 subgroup matrices and subgroup shuffles:
- * q is scaled and rounded to f16 and the softmax weights are rounded to f16
- * before they multiply V (f32 accumulation; about 1e-3 of the output's
- * range). KOMPUTE_ENV_DISABLE=attention-coopmat (or coopmat, or
- * coopmat-khr / coopmat-nv for one form) keeps it on the f32 SIMT kernel
- * ("prefill-tiled"), which runs everywhere else.
+ * The prefill path runs the f32 SIMT kernel ("prefill-tiled") unless the
+ * caller asks for a variant of the cooperative-matrix kernel
+ * (prefillKvTile or prefillSubgroups non-zero): then, for f16 caches and
+ * headDim 64 or 128 on devices with 16x16x16 f16 x f16 -> f32 subgroup
+ * matrices and subgroup shuffles, path() "prefill-coopmat-khr-..." or
+ * "-nv-...": q is scaled and rounded to f16 and the softmax weights are
+ * rounded to f16 before they multiply V (f32 accumulation; about 1e-3 of
+ * the output's range). It is not the default yet: it has not run on a GPU
+ * (lavapipe has no cooperative matrices). KOMPUTE_ENV_DISABLE=
+ * attention-coopmat (or coopmat, or coopmat-khr / coopmat-nv for one form)
+ * keeps it off; an asked-for variant is ignored where it cannot run.
  */
 struct AttentionParams
 {
@@ -71,12 +80,15 @@ struct AttentionParams
     uint64_t positionsOffset = 0; ///< first position, in elements of positions
     AttentionPath path = AttentionPath::eAuto; ///< the kernel to run
     /** Cache positions per workgroup on the decode path: a power of two
-     * from 16 to 256, or 0 to choose from the shape (about 256 workgroups,
-     * within the device's shared memory). */
+     * from 16 to 256, or 0 to choose. "decode-flash-subgroup": the fewest
+     * per active workgroup (0: 128; longer contexts spread over at most 64
+     * workgroups per row and KV head); the split kernel: exactly (0: about
+     * 256 workgroups, within the device's shared memory). */
     uint32_t decodeChunk = 0;
     /** Cache positions per tile of the cooperative-matrix prefill path
      * (32 or 64), or 0 to choose. The three prefill fields tune that path
-     * and are ignored where it does not run. */
+     * and are ignored where it does not run; prefillKvTile or
+     * prefillSubgroups non-zero asks for it (see above). */
     uint32_t prefillKvTile = 0;
     /** Subgroups per workgroup of that path (1, 2, 4 or 8), each for 16
      * (query row, head) pairs of a KV head's group, or 0 to choose. */

@@ -45,7 +45,6 @@ layout(constant_id = 9) const uint V_SLOTS = 1;
 
 const uint VECS = HEAD_DIM / 4;       // vectors of 4 values per row
 const uint V_UNROLL = 16;             // V loads in flight per invocation
-const uint MERGE_UNROLL = 8;          // chunks merged at once (2 loads each)
 const uint PARTIAL_STRIDE = VECS + 1; // vec4s per partial result: output, (m, l, 0, 0)
 
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
@@ -102,11 +101,12 @@ layout(push_constant) uniform Push
     uint outOffset;
 } p;
 
+#include "AttentionMerge.glsl"
+
 // The GROUP scaled queries while scores are computed, then the GROUP
 // outputs while the V_SLOTS partial sums are added up.
 shared vec4 headVectors[GROUP * VECS];
 shared float scores[GROUP * CHUNK];
-shared bool mergeHere;
 
 void main()
 {
@@ -279,80 +279,5 @@ void main()
         }
     }
 
-    // Who merges. Memory model (GLSL without the Vulkan memory model
-    // extension: `coherent` makes each access of `partial` available /
-    // visible at device scope, memoryBarrierBuffer is a device-scope
-    // acquire-release fence on buffer memory):
-    // - every invocation fences after its partial writes (release), then
-    //   the workgroup barrier orders all of them before invocation 0's
-    //   fence and atomic increment, so whoever reads the incremented count
-    //   is ordered after every write of this workgroup;
-    // - the workgroup that reads activeSplits - 1 (all others finished, in
-    //   modification order of the counter) fences after the atomic
-    //   (acquire), passes the news on through shared memory and a barrier,
-    //   and each of its invocations fences again before reading `partial`
-    //   (coherent, so not from a stale non-coherent cache).
-    // Lavapipe and the validation layer cannot show a mistake here; this is
-    // the threadfence-reduction pattern of CUDA in Vulkan's terms.
-    memoryBarrierBuffer();
-    barrier();
-    uint counter = row * p.kvHeads + kvHead;
-    if (t == 0) {
-        memoryBarrierBuffer();
-        uint finished = atomicAdd(counters[counter], 1u);
-        mergeHere = finished + 1 == activeSplits;
-        memoryBarrierBuffer();
-    }
-    barrier();
-    if (!mergeHere) {
-        return;
-    }
-    memoryBarrierBuffer();
-
-    // The merge: invocation (head, vector) walks the chunks with a running
-    // maximum (an online softmax), MERGE_UNROLL chunks' loads in flight.
-    uint outRow = p.outOffset + row * p.outRowStride;
-    for (uint i = t; i < GROUP * VECS; i += T) {
-        uint h = i / VECS;
-        uint mergeVec = i % VECS;
-        uint base = ((row * p.heads + firstHead + h) * p.splits) * PARTIAL_STRIDE;
-        float m = NEG_INF;
-        float l = 0.0;
-        vec4 acc = vec4(0.0);
-        for (uint s0 = 0; s0 < activeSplits; s0 += MERGE_UNROLL) {
-            vec4 stats[MERGE_UNROLL];
-            vec4 o[MERGE_UNROLL];
-            for (uint u = 0; u < MERGE_UNROLL; ++u) {
-                uint s = s0 + u;
-                bool inside = s < activeSplits;
-                stats[u] = inside ? partial[base + s * PARTIAL_STRIDE + VECS] : vec4(NEG_INF, 0.0, 0.0, 0.0);
-                o[u] = inside ? partial[base + s * PARTIAL_STRIDE + mergeVec] : vec4(0.0);
-            }
-            float mNew = m;
-            for (uint u = 0; u < MERGE_UNROLL; ++u) {
-                mNew = max(mNew, stats[u].x);
-            }
-            // mNew is finite: chunk s0 holds at least one position.
-            float rescale = exp(m - mNew);
-            acc *= rescale;
-            l *= rescale;
-            for (uint u = 0; u < MERGE_UNROLL; ++u) {
-                float w = exp(stats[u].x - mNew); // 0 for the chunks past the end
-                acc += w * o[u];
-                l += w * stats[u].y;
-            }
-            m = mNew;
-        }
-        acc /= l;
-        uint e = outRow + (firstHead + h) * HEAD_DIM + 4 * mergeVec;
-        outs[e] = acc.x;
-        outs[e + 1] = acc.y;
-        outs[e + 2] = acc.z;
-        outs[e + 3] = acc.w;
-    }
-    if (t == 0) {
-        // Every chunk of this pair has counted itself: nobody else touches
-        // the counter in this dispatch.
-        atomicExchange(counters[counter], 0u);
-    }
+    mergeIfLast(row, kvHead, activeSplits);
 }

@@ -282,7 +282,14 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         bool wholeChunks = !mv.columnMode &&
                            matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
         bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !caps.isDisabled("staged");
-        bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
+        // The quantized-x mode runs where matvec-float is named (tests, and
+        // the tuning sweep): it has been checked on lavapipe only, not yet
+        // timed or checked on a GPU, so by default devices that accelerate
+        // integer dot products keep the staged mode (Q8_0/Q4_0, measured on
+        // the H200) and the float unit row mode (Q4_K/Q5_K) until an H200
+        // sweep of kompute-kernel-probe has chosen (docs/matmul-tuning.md).
+        bool quantizedX =
+          wholeChunks && intDot && caps.isDisabled("matvec-float") && !caps.isDisabled("matvec-qx");
         MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
         if (matVecProblem(config, view).empty()) {

@@ -311,10 +311,11 @@ chooseMatVec(const DeviceView& device,
     }
     if (quantizedX) {
         MatVecConfig qx;
-        // The quantized-x row mode. AWAITING THE GPU SWEEP: 256 threads, 16
-        // rows (16 threads per row) and x whole in shared memory up to 512
-        // blocks (k = 16384) are a guess from the instruction budget
-        // (docs/matmul-tuning.md), not yet measured; CPUs: small chunks.
+        // The quantized-x row mode (OpMatMul asks for it only under
+        // KOMPUTE_ENV_DISABLE=matvec-float, until the H200 sweep). GPUs: 256 threads, 16 rows (16 threads per row) and x
+        // whole in shared memory up to 512 blocks (k = 16384), a guess from
+        // the instruction budget (docs/matmul-tuning.md), not yet measured;
+        // CPUs: small chunks.
         qx.threads = device.isCpu() ? 64 : 256;
         qx.rows = device.isCpu() ? 8 : 16;
         uint32_t rowGroups = ceilDiv(k, 256);

@@ -450,6 +450,11 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
         { 16, 2, 64, DataTypes::eHalf, 3, 4, 16 },   // group 8, scalar loads, small splits
         { 8, 2, 128, DataTypes::eFloat, 3, 0, 16 },  // group 4, f32 scalar loads
         { 16, 2, 128, DataTypes::eHalf, 4, 4, 0 },   // group 8, 8-byte f16 loads
+        // Fewer lanes per row than a subgroup has (here; on 32-wide
+        // subgroups every shape above): the row slots of a subgroup merge
+        // their softmax states by shuffles.
+        { 8, 2, 32, DataTypes::eHalf, 8, 0, 0 },     // 4 lanes per row
+        { 4, 4, 16, DataTypes::eFloat, 4, 0, 16 },   // 4 lanes per row, f32, small splits
     };
     const uint32_t lengths[] = { 1, 2, 31, 33, 64, 65, 129, 1000, 4096 };
     for (const auto& shape : shapes) {

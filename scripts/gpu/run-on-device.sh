@@ -3,7 +3,7 @@
 # and glvnd), .gl-extra (the validation layer package) and .gpu-bundle.tar.gz
 # (see bundle.sh; GPU_BUNDLE names another bundle folder) carried along. Writes
 # logs and results under $OUT.
-#   scripts/gpu/run-on-device.sh [suites|bench|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
+#   scripts/gpu/run-on-device.sh [suites|bench|probe|latency|tests|tests-bf16|python-tests|examples|cuda|llm ...]
 # latency: kompute-bench's cases a, b, c and i, each after 1 s of GPU work
 # (the clock falls back when the GPU idles), and the CUDA latency reference,
 # then a table of the figures (tools/latency_table.py).
@@ -165,6 +165,15 @@ for step in "${steps[@]}"; do
             timeout 120 python3 -m pytest -q -p no:cacheprovider -rs $B/python-tests/test_llm_model.py \
             $B/python-tests/test_kernels_attention.py 2>&1 | tail -15 | tee -a "$OUT/llm-tests.txt"
         unset KOMPUTE_ENV_DISABLE
+        ;;
+    probe)
+        # kompute-kernel-probe (benchmarks/probe): every GEMM and mat-vec
+        # variant, each checked against the host, timed with GPU timestamps
+        # (PROBE_ARGS: e.g. "--filter matvec"; PROBE_SECONDS, default 200).
+        # Its summary (the best row of each case) goes to the reply's tail.
+        timeout "${PROBE_SECONDS:-200}" $B/kompute-kernel-probe ${PROBE_ARGS:-} > "$OUT/probe.txt" 2>&1
+        echo "kompute-kernel-probe: rc $?"
+        grep -A80 "^summary: best" "$OUT/probe.txt" | cut -c1-130
         ;;
     cuda)
         # The references of benchmarks/cuda: transfers and copies, then the

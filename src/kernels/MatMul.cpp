@@ -268,7 +268,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             push = { p.m, p.k, p.transB ? 1u : p.ldb, p.lda, p.ldc,
                      static_cast<uint32_t>(p.strideB), static_cast<uint32_t>(p.strideA),
                      static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetB),
-                     static_cast<uint32_t>(p.offsetA), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta };
+                     static_cast<uint32_t>(p.offsetA), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta, 0 };
             bound = { memObjects[1], memObjects[0], memObjects[2] };
         }
         mv.out = variant.c;

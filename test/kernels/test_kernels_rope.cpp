@@ -135,8 +135,10 @@ TEST_F(RoPECacheTest, EveryLayoutTypeAndFeatureAgainstTheHost)
                         l.p.ropeDims = 6;
                         l.p.hasFreqFactors = true;
                         l.p.freqFactorsOffset = 1;
-                        std::vector<float> stored = { 99.0f, 8.0f, 1.0f, 2.5f };
-                        factors.assign(stored.begin() + 1, stored.end());
+                        factors = { 8.0f, 1.0f, 2.5f };
+                        // One value before freqFactorsOffset.
+                        std::vector<float> stored = { 99.0f };
+                        stored.insert(stored.end(), factors.begin(), factors.end());
                         extra.push_back(floatTensor(mgr(), DataTypes::eFloat, stored));
                     }
                     if (feature == eBias) {

@@ -1165,17 +1165,19 @@ main(int argc, char** argv)
         }
         // LLM prefill: X[512][4096] (f32) x W[14336][4096]^T in f16, Q8_0, Q4_0.
         uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
+        // The prefill sweeps' fragment shape: NV 16x8x16 (the best of the
+        // 8192^3 sweeps).
+        std::vector<CoopmatShape> prefillShapes;
+        for (const auto& s : ctx.nvF16) {
+            if (s.n == 8 && s.k == 16) {
+                prefillShapes.push_back(s);
+            }
+        }
         for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
             GemmProblem prefill{ tokens, out, in, true, kF32, w, kF32 };
             GemmData data(ctx, prefill);
             if (ctx.nv) {
-                std::vector<CoopmatShape> shapes;
-                for (const auto& s : ctx.nvF16) {
-                    if (s.n == 8 && s.k == 16) {
-                        shapes.push_back(s);
-                    }
-                }
-                sweepCoopmat("nv", prefill, data, false, shapes, false, 3, false);
+                sweepCoopmat("nv", prefill, data, false, prefillShapes, false, 3, false);
             }
             for (auto t : std::vector<TiledConfig>{ { 128, 128, 16, 8, 8, true }, { 64, 64, 32, 4, 4, true } }) {
                 if (!tiledProblem(t, w, ctx.view).empty()) {
@@ -1197,19 +1199,13 @@ main(int argc, char** argv)
         // 20): the same kernel with one difference at a time (f16 A instead
         // of f32, B not transposed, 8192^3 with B transposed, more rows).
         if (ctx.nv) {
-            std::vector<CoopmatShape> shapes;
-            for (const auto& s : ctx.nvF16) {
-                if (s.n == 8 && s.k == 16) {
-                    shapes.push_back(s);
-                }
-            }
             for (const GemmProblem& g : std::vector<GemmProblem>{ { tokens, out, in, true, kF16, kF16, kF32 },
                                                                   { tokens, out, in, false, kF32, kF16, kF32 },
                                                                   { tokens, out, in, false, kF16, kF16, kF32 },
                                                                   { big, big, big, true, kF16, kF16, kF32 },
                                                                   { tokens * 8, out, in, true, kF32, kF16, kF32 } }) {
                 GemmData data(ctx, g);
-                sweepCoopmat("nv", g, data, false, shapes, false, 3, false);
+                sweepCoopmat("nv", g, data, false, prefillShapes, false, 3, false);
                 data.release(ctx);
             }
         }

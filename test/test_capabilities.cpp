@@ -311,6 +311,22 @@ TEST_F(CapabilitiesTest, UnknownDisableNamesAreReportedWithTheKnownOnes)
     EXPECT_EQ(manager->capabilities().disabledGroups, withInheritedGroups({}));
 }
 
+TEST_F(CapabilitiesTest, TheKernelLibrarysPathNamesAreKnownNames)
+{
+    // The kernel library reads them when it builds an operation: the
+    // Manager neither warns about them nor turns any capability off.
+    LogCapture log;
+    auto manager = managerDisabling("matvec-qx,attention-decode-flash,staged,coopmat-khr");
+    EXPECT_FALSE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_DISABLE names"));
+    EXPECT_EQ(manager->capabilities().disabledGroups, withInheritedGroups({}));
+    // An unknown name beside them is still reported, with the path names.
+    LogCapture second;
+    auto other = managerDisabling("matvec-qx,matvec-qxx");
+    EXPECT_TRUE(second.contains(kp::logger::Level::Warn, "'matvec-qxx'"));
+    EXPECT_FALSE(second.contains(kp::logger::Level::Warn, "'matvec-qx'"));
+    EXPECT_TRUE(second.contains(kp::logger::Level::Warn, "the kernel library's paths: subgroup, matvec"));
+}
+
 TEST_F(CapabilitiesTest, DisabledTimelineSemaphoresAreNotUsed)
 {
     auto manager = managerDisabling("timeline-semaphore");

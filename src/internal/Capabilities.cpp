@@ -11,6 +11,7 @@
 #include "internal/Check.hpp"
 #include "internal/Environment.hpp"
 #include "internal/SpirvReflection.hpp"
+#include "kernels/KernelSupport.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -1250,16 +1251,24 @@ void
 Capabilities::applyDisableList(const char* list)
 {
     std::vector<std::string> known = disableGroups();
+    // Names the kernel library reads when it builds an operation.
+    const std::vector<std::string>& kernelPaths = kernels::kernelPathNames();
+    auto join = [](const std::vector<std::string>& names) {
+        std::string joined;
+        for (const auto& n : names) {
+            joined += (joined.empty() ? "" : ", ") + n;
+        }
+        return joined;
+    };
     for (const auto& name : splitList(list)) {
         if (!contains(known, name)) {
-            std::string names;
-            for (const auto& k : known) {
-                names += (names.empty() ? "" : ", ") + k;
+            if (!contains(kernelPaths, name)) {
+                KP_LOG_WARN("KOMPUTE_ENV_DISABLE names '{}', which is not a capability Kompute can "
+                            "turn off; known names: {}; the kernel library's paths: {}",
+                            name,
+                            join(known),
+                            join(kernelPaths));
             }
-            KP_LOG_WARN("KOMPUTE_ENV_DISABLE names '{}', which is not a capability Kompute can "
-                        "turn off; known names: {}",
-                        name,
-                        names);
             continue;
         }
         disableGroup(name);

@@ -37,6 +37,16 @@ builtinSpirv(const std::string& name)
     throw Error("Internal error: the kernel library has no built-in shader '" + name + "'");
 }
 
+const std::vector<std::string>&
+kernelPathNames()
+{
+    static const std::vector<std::string> names = { "subgroup",     "matvec",      "staged",
+                                                    "matvec-qx",    "matvec-float", "coopmat-nv",
+                                                    "coopmat-khr",  "attention-coopmat",
+                                                    "attention-decode-flash" };
+    return names;
+}
+
 bool
 DeviceCaps::isDisabled(const std::string& path) const
 {

@@ -66,6 +66,12 @@ struct DeviceCaps
     uint32_t localSize(uint32_t preferred) const;
 };
 
+/** The kernel library's own KOMPUTE_ENV_DISABLE names (its paths, beside
+ * the Manager's capabilities): every name DeviceCaps::isDisabled is asked
+ * about, so that the Manager does not warn about them as unknown. */
+const std::vector<std::string>&
+kernelPathNames();
+
 DeviceCaps
 deviceCaps(const internal::Device& device);
 /** The same from a device's capability view and limits (kompute-info

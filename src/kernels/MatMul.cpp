@@ -282,14 +282,13 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         bool wholeChunks = !mv.columnMode &&
                            matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
         bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !caps.isDisabled("staged");
-        // The quantized-x mode runs where matvec-float is named (tests, and
-        // the tuning sweep): it has been checked on lavapipe only, not yet
-        // timed or checked on a GPU, so by default devices that accelerate
-        // integer dot products keep the staged mode (Q8_0/Q4_0, measured on
-        // the H200) and the float unit row mode (Q4_K/Q5_K) until an H200
-        // sweep of kompute-kernel-probe has chosen (docs/matmul-tuning.md).
-        bool quantizedX =
-          wholeChunks && intDot && caps.isDisabled("matvec-float") && !caps.isDisabled("matvec-qx");
+        // The quantized-x mode (x quantized to int8 once per workgroup) is
+        // the int-dot build's default: on the H200 it beat the staged mode
+        // end to end (Llama-8B tg128: Q4_0 261.5 -> 294.5 t/s, Q8_0 203.7 ->
+        // 215.6, Q4_K_M 164.8 -> 232.2; docs/performance.md). "matvec-qx"
+        // turns it off (the staged mode for Q8_0/Q4_0, the float unit row
+        // mode for Q4_K/Q5_K).
+        bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
         MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
         if (matVecProblem(config, view).empty()) {

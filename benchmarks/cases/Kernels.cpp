@@ -501,9 +501,15 @@ BENCH_CASE("attention_prefill", "OpAttention prefill: 32 heads, 8 KV heads, head
             measureOps(context, m, { op }, flops / 1e12, runs);
         };
         std::string base = "kompute_prefill_f16_n" + std::to_string(n);
-        // The default (the SIMT kernel until the cooperative-matrix one has
-        // been checked and timed on a GPU).
-        measure(std::make_shared<kp::OpAttention>(tensors, params), base, n > 1024 ? 1 : 5);
+        // The default (the cooperative-matrix kernel on NVIDIA devices, the
+        // SIMT one elsewhere), and the SIMT kernel beside it where they
+        // differ.
+        auto chosen = std::make_shared<kp::OpAttention>(tensors, params);
+        measure(chosen, base, n > 1024 ? 1 : 5);
+        if (chosen->path() != "prefill-tiled") {
+            DisabledPaths simt("attention-coopmat");
+            measure(std::make_shared<kp::OpAttention>(tensors, params), base + "_simt", n > 1024 ? 1 : 5);
+        }
         // The cooperative-matrix path's variants (where it runs): cache
         // positions per tile, subgroups per workgroup, K/V prefetch.
         kp::AttentionParams asked = params;

@@ -455,8 +455,8 @@ bindTransformer(nb::module_& m)
         "tensors: [q, k_cache, v_cache, positions, out]. decode_chunk: cache positions per workgroup on "
         "the decode path (a power of two from 16 to 256; 0: chosen from the shape). prefill_kv_tile (32 "
         "or 64), prefill_subgroups (1, 2, 4 or 8), prefill_prefetch: a variant of the cooperative-matrix "
-        "prefill, which runs only when one of the first two is non-zero, on devices that have it (not yet "
-        "the default: see AttentionParams in C++).");
+        "prefill, which the first two ask for on devices that have it; on NVIDIA devices it is the default "
+        "for 64 rows or more (see AttentionParams in C++).");
 }
 
 

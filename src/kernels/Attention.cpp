@@ -40,6 +40,9 @@ constexpr uint64_t kDecodeTargetGroups = 256;
 // share a context (longer ones take more positions each).
 constexpr uint32_t kDecodeMinChunk = 128;
 constexpr uint32_t kDecodeMaxSplits = 64;
+// Prefills of at least this many rows take the cooperative-matrix kernel
+// by default where it runs (16-row tiles; shorter ones stay in f32).
+constexpr uint32_t kCoopmatPrefillMinRows = 64;
 
 struct AttentionPush
 {
@@ -313,24 +316,39 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
     } prefillPush{ push, static_cast<uint32_t>(outStride), outOffset };
 
     // Prefill on cooperative matrices: f16 caches, head sizes of 64 or 128,
-    // 16x16x16 f16 x f16 -> f32 subgroup matrices (KHR preferred, as for
-    // OpMatMul) and shuffles to combine the lanes of a row. Only when the
-    // caller asks for one of its variants (prefillKvTile or
-    // prefillSubgroups): the kernel has not run on a GPU yet (lavapipe has
-    // no cooperative matrices), so it is no default until an H200 run has
-    // checked and timed it.
+    // 16x16x16 f16 x f16 -> f32 subgroup matrices and shuffles to combine
+    // the lanes of a row. Taken when the caller asks for one of its variants
+    // (prefillKvTile or prefillSubgroups), and by default where it has been
+    // checked and timed: NVIDIA devices (the NV form, below) for prompts of
+    // at least kCoopmatPrefillMinRows rows. On the H200, 32 heads of 128 (8
+    // KV heads), causal from position 0, 32 positions per tile and 4
+    // subgroups: 40.2 TFLOP/s at 512 rows and 63.6 at 4096, against 0.90
+    // and 1.02 for the SIMT kernel (docs/performance.md). Shorter prompts
+    // keep the SIMT kernel (f32 q and weights).
     bool asked = p.prefillKvTile != 0 || p.prefillSubgroups != 0;
     kernels::matmul::DeviceView view = kernels::matmul::matMulDevice(*check.device(), caps);
     bool khr = view.coopmatKHR && !caps.isDisabled("coopmat-khr") && hasShape16(view.khrF16Shapes);
     bool nv = view.coopmatNV && !caps.isDisabled("coopmat-nv") && hasShape16(view.nvF16Shapes);
+    // NVIDIA's driver (580.159.04, H200) crashes compiling the KHR form of
+    // this module (a segmentation fault in libnvidia-glvkspirv under
+    // vkCreateComputePipelines, with or without the validation layer): its
+    // devices take the NV form, which the module is written in, and one
+    // without NV cooperative matrices does not take the kernel at all.
+    if (view.isNvidia()) {
+        khr = false;
+    }
     uint32_t subgroupSize = caps.subgroupSize;
-    bool coopmat = asked && (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
+    bool byDefault = !asked && nv && view.isNvidia() && p.rows >= kCoopmatPrefillMinRows;
+    bool coopmat = (asked || byDefault) && (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
                    kvType == kernels::StorageType::eF16 && (p.headDim == 64 || p.headDim == 128) &&
                    caps.subgroupShuffle && subgroupSize >= 4 && subgroupSize <= 128 &&
                    (subgroupSize & (subgroupSize - 1)) == 0;
     if (coopmat) {
         CoopmatPrefill config;
-        config.kvTile = p.prefillKvTile != 0 ? p.prefillKvTile : (p.headDim == 64 ? 64 : 32);
+        // 32 positions per tile: the H200's best at head size 128 (64 was
+        // half as fast with 1 or 2 subgroups; with 4 it does not fit 48 KB of
+        // shared memory). Head size 64 was not timed.
+        config.kvTile = p.prefillKvTile != 0 ? p.prefillKvTile : 32;
         config.subgroups = p.prefillSubgroups != 0 ? p.prefillSubgroups : 4;
         config.prefetch = p.prefillPrefetch;
         auto problem = [&](const CoopmatPrefill& c) -> std::string {
@@ -347,18 +365,16 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
             }
             return "";
         };
-        // Without an explicit count, fewer subgroups until it fits, and
-        // (an unmeasured guess) down to 2 until there are 3 workgroups per
-        // multiprocessor: 512 rows of Llama-8B make 256 of 4 subgroups for
-        // the H200's 132.
+        // Without an explicit count, 4 subgroups, fewer where they do not
+        // fit. (More workgroups do not pay: at 512 rows of Llama-8B, 256
+        // workgroups of 4 subgroups ran 1.8 times as fast as 512 of 2 on the
+        // H200's 132 multiprocessors.)
+        while (p.prefillSubgroups == 0 && config.subgroups > 1 && !problem(config).empty()) {
+            config.subgroups /= 2;
+        }
         auto workgroups = [&](uint32_t subgroups) {
             return (uint64_t(p.rows) * group + 16 * subgroups - 1) / (16 * subgroups) * p.kvHeads;
         };
-        while (p.prefillSubgroups == 0 && config.subgroups > 1 &&
-               (!problem(config).empty() ||
-                (config.subgroups > 2 && view.smCount != 0 && workgroups(config.subgroups) < 3ull * view.smCount))) {
-            config.subgroups /= 2;
-        }
         std::string why = problem(config);
         // An explicit variant that does not fit is a clear error, not a
         // silent fallback.
@@ -369,9 +385,10 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         bool vectorLoads = p.kvOffset % 8 == 0 && kvStride % 8 == 0;
         std::vector<uint32_t> spirv = kernels::builtinSpirv(
           format("attention_coopmat_d{}_c{}", p.headDim, config.kvTile));
-        // As for OpMatMul: the KHR form is newer than the linked
-        // SPIRV-Tools, so the driver (and the validation layer) judge it.
-        if (khr) {
+        // The module is written with NV cooperative matrices and rewritten
+        // into the KHR form where the device has only that (as for OpMatMul,
+        // the driver and the validation layer judge the rewritten module).
+        if (khr && !nv) {
             spirv = internal::coopmatNvToKhr(spirv);
         }
         addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
@@ -380,7 +397,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                                               std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
                                               config.prefetch ? 1u : 0u },
                                             prefillPush));
-        setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr ? "khr" : "nv", config.kvTile, config.subgroups,
+        setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr && !nv ? "khr" : "nv", config.kvTile, config.subgroups,
                        config.prefetch ? "-prefetch" : ""));
         return;
     }

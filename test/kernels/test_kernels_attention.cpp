@@ -405,9 +405,14 @@ TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDevic
                     break;
                 }
                 if (variant.kvTile == 32 && variant.subgroups == 0 && !disabled) {
-                    // The same shape without a variant asked for: the SIMT kernel.
+                    // The same shape without a variant asked for: on NVIDIA
+                    // devices from 64 rows on the NV form of this kernel (32
+                    // positions per tile, 4 subgroups), else the SIMT kernel.
                     auto plain = std::make_shared<kp::OpAttention>(Tensors{ in.q, in.k, in.v, in.pos, out }, in.p);
-                    EXPECT_EQ(plain->path(), "prefill-tiled");
+                    bool byDefault = caps.vendorID == 0x10DE && caps.cooperativeMatrix.nv && c.rows >= 64;
+                    EXPECT_EQ(plain->path(), byDefault ? "prefill-coopmat-nv-c32-s4" : "prefill-tiled");
+                    runOp(mgr(), { in.q, in.k, in.v, in.pos }, plain, { out });
+                    EXPECT_TRUE(near(floatsOf(*out), in.expected, byDefault ? 2e-3f : 2e-4f, 1.0f)) << plain->path();
                 }
                 EXPECT_EQ(op->path().rfind(prefix, 0), 0u) << op->path();
                 runOp(mgr(), { in.q, in.k, in.v, in.pos }, op, { out });

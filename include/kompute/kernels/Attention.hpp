@@ -50,17 +50,19 @@ enum class AttentionPath
  * KOMPUTE_ENV_DISABLE=attention-decode-flash keeps it on the split kernel
  * ("decode-split-subgroup" / "-shared-memory"), which runs everywhere else.
  *
- * The prefill path runs the f32 SIMT kernel ("prefill-tiled") unless the
- * caller asks for a variant of the cooperative-matrix kernel
- * (prefillKvTile or prefillSubgroups non-zero): then, for f16 caches and
- * headDim 64 or 128 on devices with 16x16x16 f16 x f16 -> f32 subgroup
- * matrices and subgroup shuffles, path() "prefill-coopmat-khr-..." or
- * "-nv-...": q is scaled and rounded to f16 and the softmax weights are
+ * The prefill path runs the f32 SIMT kernel ("prefill-tiled") or, for f16
+ * caches and headDim 64 or 128 on devices with 16x16x16 f16 x f16 -> f32
+ * subgroup matrices and subgroup shuffles, the cooperative-matrix kernel
+ * (flash attention on tensor cores; path() "prefill-coopmat-nv-..." or
+ * "-khr-..."): q is scaled and rounded to f16 and the softmax weights are
  * rounded to f16 before they multiply V (f32 accumulation; about 1e-3 of
- * the output's range). It is not the default yet: it has not run on a GPU
- * (lavapipe has no cooperative matrices). KOMPUTE_ENV_DISABLE=
- * attention-coopmat (or coopmat, or coopmat-khr / coopmat-nv for one form)
- * keeps it off; an asked-for variant is ignored where it cannot run.
+ * the output's range). That kernel is the default on NVIDIA devices (the
+ * NV form: driver 580 crashes compiling the KHR one) for 64 rows or more;
+ * elsewhere, and for fewer rows, the caller asks for it with one of its
+ * variants (prefillKvTile or prefillSubgroups non-zero).
+ * KOMPUTE_ENV_DISABLE=attention-coopmat (or coopmat, or coopmat-khr /
+ * coopmat-nv for one form) keeps it off; an asked-for variant is ignored
+ * where it cannot run.
  */
 struct AttentionParams
 {
@@ -88,7 +90,8 @@ struct AttentionParams
     /** Cache positions per tile of the cooperative-matrix prefill path
      * (32 or 64), or 0 to choose. The three prefill fields tune that path
      * and are ignored where it does not run; prefillKvTile or
-     * prefillSubgroups non-zero asks for it (see above). */
+     * prefillSubgroups non-zero asks for it where it is not the default
+     * (see above; 0: 32). */
     uint32_t prefillKvTile = 0;
     /** Subgroups per workgroup of that path (1, 2, 4 or 8), each for 16
      * (query row, head) pairs of a KV head's group, or 0 to choose. */

@@ -960,7 +960,7 @@ runMatVec(Context& ctx,
                                   matVecSpecialization(config, variant));
         std::vector<std::vector<uint8_t>> pushes;
         for (uint32_t copy = 0; copy < copies; ++copy) {
-            MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f };
+            MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f, 0 };
             pushes.push_back(bytesOf(push));
         }
         uint32_t groups[3] = { (rows + config.rows - 1) / config.rows, 1, 1 };
@@ -1146,91 +1146,95 @@ main(int argc, char** argv)
                 }
             }
         };
-        GemmProblem f16Square{ big, big, big, false, kF16, kF16, kF32 };
-        if (ctx.nv || ctx.khr) {
-            GemmData data(ctx, f16Square);
-            if (ctx.nv) {
-                sweepCoopmat("nv", f16Square, data, false, ctx.nvF16, false, tiles.size(), true);
-            }
-            if (ctx.khr) {
-                sweepCoopmat("khr", f16Square, data, true, ctx.khrF16, false, 4, false);
-            }
-            data.release(ctx);
-        }
-        if (ctx.bf16Coopmat) {
-            GemmProblem bf16Square{ big, big, big, false, kBF16, kBF16, kF32 };
-            GemmData data(ctx, bf16Square);
-            sweepCoopmat("khr-bf16", bf16Square, data, true, ctx.khrBf16, true, 4, false);
-            data.release(ctx);
-        }
-        // LLM prefill: X[512][4096] (f32) x W[14336][4096]^T in f16, Q8_0, Q4_0.
-        uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
-        // The prefill sweeps' fragment shape: NV 16x8x16 (the best of the
-        // 8192^3 sweeps).
-        std::vector<CoopmatShape> prefillShapes;
-        for (const auto& s : ctx.nvF16) {
-            if (s.n == 8 && s.k == 16) {
-                prefillShapes.push_back(s);
-            }
-        }
-        for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
-            GemmProblem prefill{ tokens, out, in, true, kF32, w, kF32 };
-            GemmData data(ctx, prefill);
-            if (ctx.nv) {
-                sweepCoopmat("nv", prefill, data, false, prefillShapes, false, 3, false);
-            }
-            for (auto t : std::vector<TiledConfig>{ { 128, 128, 16, 8, 8, true }, { 64, 64, 32, 4, 4, true } }) {
-                if (!tiledProblem(t, w, ctx.view).empty()) {
-                    continue;
+        // A filter that names mat-vecs ("matvec 4096x14336") skips the GEMMs
+        // and the hundreds of megabytes of host data they make.
+        if (options.filter.rfind("matvec", 0) != 0) {
+            GemmProblem f16Square{ big, big, big, false, kF16, kF16, kF32 };
+            if (ctx.nv || ctx.khr) {
+                GemmData data(ctx, f16Square);
+                if (ctx.nv) {
+                    sweepCoopmat("nv", f16Square, data, false, ctx.nvF16, false, tiles.size(), true);
                 }
-                GemmVariant v{ kF32, w, kF32, false, true, true, !isQuantized(w) };
-                uint32_t tile[2] = { t.bm, t.bn };
-                warm();
-                runGemm(ctx, options,
-                        "gemm tiled prefill " + std::to_string(tokens) + "x" + std::to_string(out) + "x" +
-                          std::to_string(in) + " f32x" + elementTypeName(w) + "^T tile " + std::to_string(t.bm) + "x" +
-                          std::to_string(t.bn) + "x" + std::to_string(t.bk) + " " + std::to_string(t.tm) + "x" +
-                          std::to_string(t.tn),
-                        prefill, data, tiledSpirv, tiledSpecialization(t, v), tile, false);
-            }
-            data.release(ctx);
-        }
-        // Why the prefill shape runs at a quarter of the 8192^3 rate (issue
-        // 20): the same kernel with one difference at a time (f16 A instead
-        // of f32, B not transposed, 8192^3 with B transposed, more rows).
-        if (ctx.nv) {
-            for (const GemmProblem& g : std::vector<GemmProblem>{ { tokens, out, in, true, kF16, kF16, kF32 },
-                                                                  { tokens, out, in, false, kF32, kF16, kF32 },
-                                                                  { tokens, out, in, false, kF16, kF16, kF32 },
-                                                                  { big, big, big, true, kF16, kF16, kF32 },
-                                                                  { tokens * 8, out, in, true, kF32, kF16, kF32 } }) {
-                GemmData data(ctx, g);
-                sweepCoopmat("nv", g, data, false, prefillShapes, false, 3, false);
+                if (ctx.khr) {
+                    sweepCoopmat("khr", f16Square, data, true, ctx.khrF16, false, 4, false);
+                }
                 data.release(ctx);
             }
-        }
-        // f32 and bf16 GEMM on the tiled kernel (no tensor cores).
-        for (uint32_t type : { kF32, kBF16 }) {
-            GemmProblem g{ big, big, big, false, type, type, kF32 };
-            GemmData data(ctx, g);
-            for (auto t : std::vector<TiledConfig>{ { 128, 128, 8, 8, 8 }, { 128, 128, 16, 8, 8 }, { 128, 64, 16, 8, 4 },
-                                                     { 64, 128, 16, 4, 8 }, { 128, 128, 32, 8, 8 } }) {
-                for (bool db : { false, true }) {
-                    t.doubleBuffer = db;
-                    if (!tiledProblem(t, type, ctx.view).empty() || (type == kBF16 && t.bk != 8)) {
+            if (ctx.bf16Coopmat) {
+                GemmProblem bf16Square{ big, big, big, false, kBF16, kBF16, kF32 };
+                GemmData data(ctx, bf16Square);
+                sweepCoopmat("khr-bf16", bf16Square, data, true, ctx.khrBf16, true, 4, false);
+                data.release(ctx);
+            }
+            // LLM prefill: X[512][4096] (f32) x W[14336][4096]^T in f16, Q8_0, Q4_0.
+            uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
+            // The prefill sweeps' fragment shape: NV 16x8x16 (the best of the
+            // 8192^3 sweeps).
+            std::vector<CoopmatShape> prefillShapes;
+            for (const auto& s : ctx.nvF16) {
+                if (s.n == 8 && s.k == 16) {
+                    prefillShapes.push_back(s);
+                }
+            }
+            for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
+                GemmProblem prefill{ tokens, out, in, true, kF32, w, kF32 };
+                GemmData data(ctx, prefill);
+                if (ctx.nv) {
+                    sweepCoopmat("nv", prefill, data, false, prefillShapes, false, 3, false);
+                }
+                for (auto t : std::vector<TiledConfig>{ { 128, 128, 16, 8, 8, true }, { 64, 64, 32, 4, 4, true } }) {
+                    if (!tiledProblem(t, w, ctx.view).empty()) {
                         continue;
                     }
-                    GemmVariant v{ type, type, kF32, false, false, true, true };
+                    GemmVariant v{ kF32, w, kF32, false, true, true, !isQuantized(w) };
                     uint32_t tile[2] = { t.bm, t.bn };
                     warm();
                     runGemm(ctx, options,
-                            "gemm tiled " + std::to_string(big) + "^3 " + elementTypeName(type) + " tile " +
-                              std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + " " +
-                              std::to_string(t.tm) + "x" + std::to_string(t.tn) + (db ? " db" : " sb"),
-                            g, data, tiledSpirv, tiledSpecialization(t, v), tile, false);
+                            "gemm tiled prefill " + std::to_string(tokens) + "x" + std::to_string(out) + "x" +
+                              std::to_string(in) + " f32x" + elementTypeName(w) + "^T tile " + std::to_string(t.bm) + "x" +
+                              std::to_string(t.bn) + "x" + std::to_string(t.bk) + " " + std::to_string(t.tm) + "x" +
+                              std::to_string(t.tn),
+                            prefill, data, tiledSpirv, tiledSpecialization(t, v), tile, false);
+                }
+                data.release(ctx);
+            }
+            // Why the prefill shape runs at a quarter of the 8192^3 rate (issue
+            // 20): the same kernel with one difference at a time (f16 A instead
+            // of f32, B not transposed, 8192^3 with B transposed, more rows).
+            if (ctx.nv) {
+                for (const GemmProblem& g : std::vector<GemmProblem>{ { tokens, out, in, true, kF16, kF16, kF32 },
+                                                                      { tokens, out, in, false, kF32, kF16, kF32 },
+                                                                      { tokens, out, in, false, kF16, kF16, kF32 },
+                                                                      { big, big, big, true, kF16, kF16, kF32 },
+                                                                      { tokens * 8, out, in, true, kF32, kF16, kF32 } }) {
+                    GemmData data(ctx, g);
+                    sweepCoopmat("nv", g, data, false, prefillShapes, false, 3, false);
+                    data.release(ctx);
                 }
             }
-            data.release(ctx);
+            // f32 and bf16 GEMM on the tiled kernel (no tensor cores).
+            for (uint32_t type : { kF32, kBF16 }) {
+                GemmProblem g{ big, big, big, false, type, type, kF32 };
+                GemmData data(ctx, g);
+                for (auto t : std::vector<TiledConfig>{ { 128, 128, 8, 8, 8 }, { 128, 128, 16, 8, 8 }, { 128, 64, 16, 8, 4 },
+                                                         { 64, 128, 16, 4, 8 }, { 128, 128, 32, 8, 8 } }) {
+                    for (bool db : { false, true }) {
+                        t.doubleBuffer = db;
+                        if (!tiledProblem(t, type, ctx.view).empty() || (type == kBF16 && t.bk != 8)) {
+                            continue;
+                        }
+                        GemmVariant v{ type, type, kF32, false, false, true, true };
+                        uint32_t tile[2] = { t.bm, t.bn };
+                        warm();
+                        runGemm(ctx, options,
+                                "gemm tiled " + std::to_string(big) + "^3 " + elementTypeName(type) + " tile " +
+                                  std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + " " +
+                                  std::to_string(t.tm) + "x" + std::to_string(t.tn) + (db ? " db" : " sb"),
+                                g, data, tiledSpirv, tiledSpecialization(t, v), tile, false);
+                    }
+                }
+                data.release(ctx);
+            }
         }
         // Mat-vec: the two shapes of a Llama-8B layer.
         for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{ { 14336, 4096 }, { 4096, 14336 } }) {

@@ -615,8 +615,10 @@ def main(argv=None):
     if options.max_queue < 0:
         parser.error("--max-queue takes 0 or more")
 
+    # The level in each line: a validation layer's warning (some drivers'
+    # layers warn about their own loader) is not an error.
     logging.basicConfig(level=logging.INFO if options.verbose else logging.WARNING,
-                        format="%(name)s: %(message)s")
+                        format="%(name)s %(levelname)s: %(message)s")
     if _web is None:  # checked before the model is loaded
         print("kp.llm.serve needs the aiohttp package: pip install aiohttp (or install kp with its [llm] extra)",
               file=sys.stderr)

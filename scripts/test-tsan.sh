@@ -17,7 +17,9 @@ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
 cmake --build "$dir" -j "$(nproc)" --target test_async test_lifetime test_loader
 export KOMPUTE_ENV_DEBUG_LAYERS=VK_LAYER_KHRONOS_validation
 export VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# Races inside lavapipe itself are suppressed (tsan-suppressions.txt says
+# why).
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan-suppressions.txt"
 timeout 900 "$dir/test/test_async"
 timeout 900 "$dir/test/test_loader"
 # Every destruction step (60 orders) and 4000 random steps: the full random

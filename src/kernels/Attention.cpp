@@ -337,6 +337,8 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
     if (view.isNvidia()) {
         khr = false;
     }
+    // The module's own NV form wherever the device has it.
+    bool khrForm = khr && !nv;
     uint32_t subgroupSize = caps.subgroupSize;
     bool byDefault = !asked && nv && view.isNvidia() && p.rows >= kCoopmatPrefillMinRows;
     bool coopmat = (asked || byDefault) && (khr || nv) && !caps.isDisabled("coopmat") && !caps.isDisabled("attention-coopmat") &&
@@ -388,7 +390,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         // The module is written with NV cooperative matrices and rewritten
         // into the KHR form where the device has only that (as for OpMatMul,
         // the driver and the validation layer judge the rewritten module).
-        if (khr && !nv) {
+        if (khrForm) {
             spirv = internal::coopmatNvToKhr(spirv);
         }
         addDispatch(kernels::buildAlgorithm(check.device(), tensors, spirv,
@@ -397,7 +399,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                                               std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
                                               config.prefetch ? 1u : 0u },
                                             prefillPush));
-        setPath(format("prefill-coopmat-{}-c{}-s{}{}", khr && !nv ? "khr" : "nv", config.kvTile, config.subgroups,
+        setPath(format("prefill-coopmat-{}-c{}-s{}{}", khrForm ? "khr" : "nv", config.kvTile, config.subgroups,
                        config.prefetch ? "-prefetch" : ""));
         return;
     }

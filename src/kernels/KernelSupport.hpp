@@ -66,9 +66,10 @@ struct DeviceCaps
     uint32_t localSize(uint32_t preferred) const;
 };
 
-/** The kernel library's own KOMPUTE_ENV_DISABLE names (its paths, beside
- * the Manager's capabilities): every name DeviceCaps::isDisabled is asked
- * about, so that the Manager does not warn about them as unknown. */
+/** The kernel library's own KOMPUTE_ENV_DISABLE names: the names of its
+ * paths that DeviceCaps::isDisabled is asked about beside the Manager's
+ * capability names ("coopmat", "int-dot"), so that the Manager does not
+ * warn about them as unknown. A new path name goes here too. */
 const std::vector<std::string>&
 kernelPathNames();
 

@@ -11,7 +11,8 @@
 //
 //   kompute-kernel-probe [--quick] [--all-paths] [--validate] [--filter TEXT] [--device N]
 // (--all-paths: also the integer dot-product mat-vec where the device
-// supports but does not accelerate it, to check it on lavapipe.)
+// supports but does not accelerate it, to check it on lavapipe. --filter:
+// the rows whose label contains TEXT, or one of its '|'-separated parts.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -113,6 +114,25 @@ struct Options
     bool validate = false;
     std::string filter;
     uint32_t device = 0;
+    // Whether a row labelled `name` runs: no filter, or one of its
+    // '|'-separated parts in the label (one call can pick several groups).
+    bool selects(const std::string& name) const
+    {
+        if (filter.empty()) {
+            return true;
+        }
+        for (size_t begin = 0;;) {
+            size_t end = filter.find('|', begin);
+            std::string part = filter.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+            if (!part.empty() && name.find(part) != std::string::npos) {
+                return true;
+            }
+            if (end == std::string::npos) {
+                return false;
+            }
+            begin = end + 1;
+        }
+    }
 };
 
 // --- A minimal Vulkan context ----------------------------------------------
@@ -874,7 +894,7 @@ runGemm(Context& ctx,
         bool coopmat)
 {
     std::string name = label;
-    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) {
+    if (!options.selects(name)) {
         return;
     }
     Operand& a = data.a;
@@ -935,7 +955,7 @@ runMatVec(Context& ctx,
                        std::to_string(config.threads) + " rows " + std::to_string(config.rows) +
                        (config.staged ? " staged " + std::to_string(config.tileBlocks) : "") +
                        (config.qxBlocks ? " qx " + std::to_string(config.qxBlocks) : "");
-    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) {
+    if (!options.selects(name)) {
         return;
     }
     if (!matVecProblem(config, ctx.view).empty()) {
@@ -1116,7 +1136,8 @@ main(int argc, char** argv)
         std::vector<uint32_t> tiledSpirv = kp::kernels::builtinSpirv("matmul_tiled");
         std::vector<CoopmatConfig> tiles = { { 128, 128, 32, 64, 64 }, { 128, 128, 32, 64, 32 },
                                              { 128, 256, 32, 64, 64 }, { 256, 128, 32, 64, 64 },
-                                             { 128, 128, 64, 64, 64 }, { 64, 128, 32, 32, 64 } };
+                                             { 128, 128, 64, 64, 64 }, { 64, 128, 32, 32, 64 },
+                                             { 64, 64, 32, 32, 32 } };
         auto sweepCoopmat = [&](const char* kind, const GemmProblem& g, GemmData& data, bool khr,
                                 const std::vector<CoopmatShape>& shapes, bool bf16, size_t maxTiles,
                                 bool bothBuffers) {
@@ -1125,6 +1146,9 @@ main(int argc, char** argv)
                     continue; // k = 8 shapes ran at half the rate in the first probe
                 }
                 size_t tried = 0;
+                // Raw staging (CoopmatConfig::rawStaging) against converting
+                // at the load, where the operands have something to convert.
+                bool rawMatters = g.a == kF32 || g.b == kF32 || g.b == kQ8_0 || g.b == kQ4_0;
                 for (auto c : tiles) {
                     for (bool db : { true, false }) {
                         if (!db && !bothBuffers) {
@@ -1137,11 +1161,18 @@ main(int argc, char** argv)
                             continue;
                         }
                         ++tried;
-                        GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
-                        uint32_t tile[2] = { c.bm, c.bn };
-                        warm();
-                        runGemm(ctx, options, coopmatLabel(kind, g, c) + (db ? " db" : " sb"), g, data,
-                                coopmatSpirv(c, khr, bf16), coopmatSpecialization(c, v, bf16), tile, true);
+                        for (bool raw : { true, false }) {
+                            if (!raw && !rawMatters) {
+                                continue;
+                            }
+                            c.rawStaging = raw;
+                            GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
+                            uint32_t tile[2] = { c.bm, c.bn };
+                            warm();
+                            runGemm(ctx, options,
+                                    coopmatLabel(kind, g, c) + (db ? " db" : " sb") + (rawMatters && raw ? " raw" : ""),
+                                    g, data, coopmatSpirv(c, khr, bf16), coopmatSpecialization(c, v, bf16), tile, true);
+                        }
                     }
                 }
             }
@@ -1206,9 +1237,12 @@ main(int argc, char** argv)
                                                                       { tokens, out, in, false, kF32, kF16, kF32 },
                                                                       { tokens, out, in, false, kF16, kF16, kF32 },
                                                                       { big, big, big, true, kF16, kF16, kF32 },
-                                                                      { tokens * 8, out, in, true, kF32, kF16, kF32 } }) {
+                                                                      { tokens * 8, out, in, true, kF32, kF16, kF32 },
+                                                                      // ffn_down: 128 tiles of 128 x 128 for 132 SMs
+                                                                      { tokens, in, out, true, kF32, kQ4_0, kF32 } }) {
                     GemmData data(ctx, g);
-                    sweepCoopmat("nv", g, data, false, prefillShapes, false, 3, false);
+                    // Every tile for ffn_down: which fills the device best.
+                    sweepCoopmat("nv", g, data, false, prefillShapes, false, g.n == in ? tiles.size() : 3, false);
                     data.release(ctx);
                 }
             }

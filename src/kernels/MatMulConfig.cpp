@@ -81,7 +81,7 @@ std::vector<uint32_t>
 coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf16)
 {
     return { c.threads(), c.bm, c.bn, c.bk, c.wm, c.wn, c.shape.m, c.shape.n, c.shape.k,
-             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer };
+             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging };
 }
 
 std::vector<uint32_t>

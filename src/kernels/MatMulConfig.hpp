@@ -114,6 +114,9 @@ struct CoopmatConfig
     CoopmatShape shape{ 16, 8, 16 };
     uint32_t subgroupSize = 32;
     bool doubleBuffer = true; // two shared tiles, one barrier per tile
+    // f32, Q8_0 and Q4_0 operands kept in registers as loaded and converted
+    // after the multiply-adds (RAW_STAGING in the shader)
+    bool rawStaging = true;
     uint32_t threads() const { return (bm / wm) * (bn / wn) * subgroupSize; }
 };
 

@@ -99,12 +99,32 @@ uint floatToBf16Bits(float value)
         }                                                                              \
     }
 
+// 8 weights of a Q8_0 or Q4_0 block from the words FetchQ8 loaded:
+// {d's f16 bits, quants 0-3, quants 4-7, Q4_0's nibble shift}. All-zero
+// words are 8 zeros in both formats (d = 0).
+void decodeQ8Raw(uint type, uvec4 raw, out vec4 lo, out vec4 hi)
+{
+    float d = f16BitsToFloat(raw.x);
+    if (type == TYPE_Q8_0) {
+        int w0 = int(raw.y), w1 = int(raw.z);
+        lo = d * vec4(bitfieldExtract(w0, 0, 8), bitfieldExtract(w0, 8, 8), bitfieldExtract(w0, 16, 8),
+                      bitfieldExtract(w0, 24, 8));
+        hi = d * vec4(bitfieldExtract(w1, 0, 8), bitfieldExtract(w1, 8, 8), bitfieldExtract(w1, 16, 8),
+                      bitfieldExtract(w1, 24, 8));
+        return;
+    }
+    uint w0 = raw.y >> raw.w, w1 = raw.z >> raw.w;
+    lo = d * (vec4(w0 & 15u, (w0 >> 8) & 15u, (w0 >> 16) & 15u, (w0 >> 24) & 15u) - 8.0);
+    hi = d * (vec4(w1 & 15u, (w1 >> 8) & 15u, (w1 >> 16) & 15u, (w1 >> 24) & 15u) - 8.0);
+}
+
 // Loads of a quantized operand NAME at weight index w (the tensor's bytes
 // are GGUF blocks; weight w is weight w % 32 of block w / 32, or w % 256 of
 // super-block w / 256). Q8_0 and Q4_0 are decoded here, the other formats by
 // QuantBlocks.glsl, which must be included first with QUANT_VIEW = NAME##16:
 //   NAME##LoadQ(type, w)             one weight
 //   NAME##LoadQ8(type, w, lo, hi)    8 weights, w % 8 == 0
+//   NAME##FetchQ8(type, w)           their words, Q8_0 and Q4_0 (decodeQ8Raw)
 #define QUANT_OPERAND_LOADS(NAME)                                                      \
     float NAME##LoadQ(uint type, uint w)                                               \
     {                                                                                  \
@@ -126,34 +146,26 @@ uint floatToBf16Bits(float value)
         uint shift = (byteIndex & 1u) * 8u + (j >> 4) * 4u;                            \
         return d * (float(bitfieldExtract(pair, int(shift), 4)) - 8.0);                \
     }                                                                                  \
-    void NAME##LoadQ8(uint type, uint w, out vec4 lo, out vec4 hi)                     \
-    {                                                                                  \
-        if (type > TYPE_Q4_0) {                                                        \
-            quantBlockLoad8(type, w, lo, hi);                                          \
-            return;                                                                    \
-        }                                                                              \
-        uint block = w >> 5;                                                           \
-        uint j = w & 31u;                                                              \
-        if (type == TYPE_Q8_0) {                                                       \
-            uint base = block * Q8_0_BLOCK_U16;                                        \
-            float d = f16BitsToFloat(uint(NAME##16[base]));                            \
-            uint q = base + 1u + (j >> 1);                                             \
-            int w0 = int(uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16));         \
-            int w1 = int(uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16));     \
-            lo = d * vec4(bitfieldExtract(w0, 0, 8), bitfieldExtract(w0, 8, 8),        \
-                          bitfieldExtract(w0, 16, 8), bitfieldExtract(w0, 24, 8));     \
-            hi = d * vec4(bitfieldExtract(w1, 0, 8), bitfieldExtract(w1, 8, 8),        \
-                          bitfieldExtract(w1, 16, 8), bitfieldExtract(w1, 24, 8));     \
-            return;                                                                    \
-        }                                                                              \
-        uint base = block * Q4_0_BLOCK_U16;                                            \
-        float d = f16BitsToFloat(uint(NAME##16[base]));                                \
-        uint q = base + 1u + ((j & 15u) >> 1);                                         \
-        uint w0 = uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16);                  \
-        uint w1 = uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16);             \
-        int shift = int(j >> 4) * 4; /* weights 16..31 are the high nibbles */         \
-        w0 >>= shift;                                                                  \
-        w1 >>= shift;                                                                  \
-        lo = d * (vec4(w0 & 15u, (w0 >> 8) & 15u, (w0 >> 16) & 15u, (w0 >> 24) & 15u) - 8.0); \
-        hi = d * (vec4(w1 & 15u, (w1 >> 8) & 15u, (w1 >> 16) & 15u, (w1 >> 24) & 15u) - 8.0); \
+    /* The words of 8 weights from w (w % 8 == 0) of a Q8_0 or Q4_0 operand  \
+       as loaded, for decodeQ8Raw: a tile load can keep them in registers   \
+       and decode them after its multiply-adds. */                           \
+    uvec4 NAME##FetchQ8(uint type, uint w)                                     \
+    {                                                                          \
+        uint block = w >> 5;                                                   \
+        uint j = w & 31u;                                                      \
+        uint base = block * (type == TYPE_Q8_0 ? Q8_0_BLOCK_U16 : Q4_0_BLOCK_U16); \
+        /* Q4_0: weights 16..31 are the high nibbles of bytes 0..15 */        \
+        uint q = base + 1u + (type == TYPE_Q8_0 ? j : j & 15u) / 2u;         \
+        return uvec4(uint(NAME##16[base]),                                     \
+                     uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16),      \
+                     uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16), \
+                     type == TYPE_Q8_0 ? 0u : (j >> 4) * 4u);                  \
+    }                                                                          \
+    void NAME##LoadQ8(uint type, uint w, out vec4 lo, out vec4 hi)             \
+    {                                                                          \
+        if (type > TYPE_Q4_0) {                                                \
+            quantBlockLoad8(type, w, lo, hi);                                  \
+            return;                                                            \
+        }                                                                      \
+        decodeQ8Raw(type, NAME##FetchQ8(type, w), lo, hi);                     \
     }

@@ -10,9 +10,13 @@
 // Each workgroup computes a BM x BN tile of C; each subgroup a WM x WN part
 // of it. Operands are staged BK deep in shared memory as 16-bit values
 // (f16, or bf16 bits when STAGE_BF16): f32 inputs are rounded, GGUF
-// blocks (any format) dequantized on the way. The next tiles are loaded into registers
-// while the current ones are multiplied (and, DOUBLE_BUFFER, stored into
-// the other half of shared memory).
+// blocks (any format) dequantized on the way. The next tiles are loaded
+// into registers while the current ones are multiplied (and, DOUBLE_BUFFER,
+// stored into the other half of shared memory). RAW_STAGING keeps f32,
+// Q8_0 and Q4_0 operands in registers as loaded and converts them when they
+// are stored, after the multiply-adds: converting at the load makes the
+// loads' latency a stall before the multiply-adds instead of hiding it
+// behind them.
 //
 // The FM x FN fragments of a subgroup are separate variables, written out
 // by the preprocessor (one compiled variant per FM x FN): NVIDIA's compiler
@@ -47,6 +51,7 @@ layout(constant_id = 16) const uint STAGE_BF16 = 0;
 // Two shared tiles: the next tile is stored while the current one is
 // multiplied, one barrier per tile instead of two.
 layout(constant_id = 17) const uint DOUBLE_BUFFER = 1;
+layout(constant_id = 18) const uint RAW_STAGING = 0;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint WARPS_N = BN / WN;
@@ -56,6 +61,15 @@ const uint WARPS = (BM / WM) * WARPS_N;
 #endif
 const bool B_QUANT = IS_QUANT_TYPE(B_TYPE);
 const uint STAGE_TYPE = STAGE_BF16 != 0 ? TYPE_BF16 : TYPE_F16;
+// The operands RAW_STAGING defers: whole f32 chunks (two 16-byte words in
+// registers) and Q8_0/Q4_0 blocks (FetchQ8's words).
+const bool RAW_A = RAW_STAGING != 0 && VEC_A != 0 && A_TYPE == TYPE_F32;
+const bool RAW_B = RAW_STAGING != 0 && VEC_B != 0 && B_TYPE == TYPE_F32;
+// (Q8_0 or Q4_0 as a != of its own: glslang makes ||, and && over a
+// nested comparison, on specialization constants into branches in main,
+// which other functions cannot use.)
+const bool B_Q8_0_OR_Q4_0 = (B_TYPE == TYPE_Q8_0) != (B_TYPE == TYPE_Q4_0);
+const bool RAW_BQ = RAW_STAGING != 0 && B_Q8_0_OR_Q4_0;
 
 // Shared tiles in rows of 8-half chunks plus one chunk of padding (so that
 // the rows of a fragment fall into different banks). Rows follow the
@@ -107,8 +121,12 @@ FLOAT_OPERAND_LOADS(B)
 #include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(B)
 
+// The next tiles on their way to shared memory; the second halves of raw
+// f32 chunks in stA2, stB2.
 uvec4 stA[A_CHUNKS];
 uvec4 stB[B_CHUNKS];
+uvec4 stA2[A_CHUNKS];
+uvec4 stB2[B_CHUNKS];
 
 uint pack2(float a, float b)
 {
@@ -148,6 +166,17 @@ uvec4 pack8(vec4 lo, vec4 hi)
 STAGE_CHUNK(A, A_TYPE, VEC_A)
 STAGE_CHUNK(B, B_TYPE, VEC_B)
 
+// The 8 elements of a chunk as staged (16-bit, converted) or, raw, as
+// loaded (the two words of 8 f32 values).
+#define STAGE_OR_FETCH(NAME, RAW, i, base, at, extent, inside)                          \
+    if (RAW) {                                                                           \
+        bool in8 = (inside) && (at) < (extent);                                          \
+        st##NAME[i] = in8 ? NAME##128[(base) >> 2] : uvec4(0);                           \
+        st##NAME##2[i] = in8 ? NAME##128[((base) >> 2) + 1u] : uvec4(0);                 \
+    } else {                                                                             \
+        st##NAME[i] = NAME##Chunk(base, at, extent, inside);                             \
+    }
+
 void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
 {
     uint tid = gl_LocalInvocationID.x;
@@ -155,29 +184,32 @@ void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
         uint c = tid + i * WG;
         if (TRANS_A == 0) {
             uint mm = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            stA[i] = AChunk(baseA + (row0 + mm) * p.lda + k0 + kk, k0 + kk, p.k, row0 + mm < p.m);
+            STAGE_OR_FETCH(A, RAW_A, i, baseA + (row0 + mm) * p.lda + k0 + kk, k0 + kk, p.k, row0 + mm < p.m)
         } else {
             uint kk = c / (BM / 8), mm = (c % (BM / 8)) * 8;
-            stA[i] = AChunk(baseA + (k0 + kk) * p.lda + row0 + mm, row0 + mm, p.m, k0 + kk < p.k);
+            STAGE_OR_FETCH(A, RAW_A, i, baseA + (k0 + kk) * p.lda + row0 + mm, row0 + mm, p.m, k0 + kk < p.k)
         }
     }
     [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
         uint c = tid + i * WG;
         if (B_QUANT) { // whole blocks along k (k % 32 == 0)
             uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            if (col0 + nn < p.n && k0 + kk < p.k) {
-                vec4 lo, hi;
-                BLoadQ8(B_TYPE, baseB + (col0 + nn) * p.ldb + k0 + kk, lo, hi);
-                stB[i] = pack8(lo, hi);
-            } else {
+            uint w = baseB + (col0 + nn) * p.ldb + k0 + kk;
+            if (col0 + nn >= p.n || k0 + kk >= p.k) {
                 stB[i] = uvec4(0);
+            } else if (RAW_BQ) {
+                stB[i] = BFetchQ8(B_TYPE, w);
+            } else {
+                vec4 lo, hi;
+                BLoadQ8(B_TYPE, w, lo, hi);
+                stB[i] = pack8(lo, hi);
             }
         } else if (TRANS_B != 0) {
             uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            stB[i] = BChunk(baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n);
+            STAGE_OR_FETCH(B, RAW_B, i, baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n)
         } else {
             uint kk = c / (BN / 8), nn = (c % (BN / 8)) * 8;
-            stB[i] = BChunk(baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k);
+            STAGE_OR_FETCH(B, RAW_B, i, baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k)
         }
     }
 }
@@ -188,12 +220,21 @@ void storeTiles(uint slot)
     [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
         uint c = tid + i * WG;
         uint perRow = (TRANS_A != 0 ? BM : BK) / 8;
-        shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = stA[i];
+        uvec4 chunk = RAW_A ? pack8(uintBitsToFloat(stA[i]), uintBitsToFloat(stA2[i])) : stA[i];
+        shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = chunk;
     }
     [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
         uint c = tid + i * WG;
         uint perRow = (TRANS_B != 0 || B_QUANT ? BK : BN) / 8;
-        shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = stB[i];
+        uvec4 chunk = stB[i];
+        if (RAW_B) {
+            chunk = pack8(uintBitsToFloat(stB[i]), uintBitsToFloat(stB2[i]));
+        } else if (RAW_BQ) {
+            vec4 lo, hi;
+            decodeQ8Raw(B_TYPE, stB[i], lo, hi);
+            chunk = pack8(lo, hi);
+        }
+        shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = chunk;
     }
 }
 

@@ -1231,7 +1231,8 @@ main(int argc, char** argv)
             }
             // Why the prefill shape runs at a quarter of the 8192^3 rate (issue
             // 20): the same kernel with one difference at a time (f16 A instead
-            // of f32, B not transposed, 8192^3 with B transposed, more rows).
+            // of f32, B not transposed, 8192^3 with B transposed, more rows);
+            // then f16 A into the quantized weights.
             if (ctx.nv) {
                 for (const GemmProblem& g : std::vector<GemmProblem>{ { tokens, out, in, true, kF16, kF16, kF32 },
                                                                       { tokens, out, in, false, kF32, kF16, kF32 },
@@ -1239,7 +1240,13 @@ main(int argc, char** argv)
                                                                       { big, big, big, true, kF16, kF16, kF32 },
                                                                       { tokens * 8, out, in, true, kF32, kF16, kF32 },
                                                                       // ffn_down: 128 tiles of 128 x 128 for 132 SMs
-                                                                      { tokens, in, out, true, kF32, kQ4_0, kF32 } }) {
+                                                                      { tokens, in, out, true, kF32, kQ4_0, kF32 },
+                                                                      // f16 rows (the runner's prefill steps)
+                                                                      // into the quantized weights
+                                                                      { tokens, out, in, true, kF16, kQ8_0, kF32 },
+                                                                      { tokens, out, in, true, kF16, kQ4_0, kF32 },
+                                                                      { tokens, out, in, true, kF16, kQ4_K, kF32 },
+                                                                      { tokens, in, out, true, kF16, kQ4_0, kF32 } }) {
                     GemmData data(ctx, g);
                     // Every tile for ffn_down: which fills the device best.
                     sweepCoopmat("nv", g, data, false, prefillShapes, false, g.n == in ? tiles.size() : 3, false);

@@ -49,6 +49,13 @@ floats(kp::Manager& manager, uint64_t count)
     return manager.tensor(static_cast<uint32_t>(count), 4, DataTypes::eFloat, MemoryTypes::eStorage);
 }
 
+std::shared_ptr<kp::Tensor>
+halves(kp::Manager& manager, uint64_t count)
+{
+    checkFits(manager, count * 2, "an activation tensor for one step", "use a smaller batch size");
+    return manager.tensor(static_cast<uint32_t>(count), 2, DataTypes::eHalf, MemoryTypes::eStorage);
+}
+
 } // namespace
 
 /** One recorded sequence: the forward pass for `tokens` tokens. */
@@ -94,6 +101,27 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mGate = floats(manager, std::max<uint64_t>(batch, 2) * c.feedForwardLength);
     mUp = floats(manager, batch * c.feedForwardLength);
     mHidden = floats(manager, batch * c.feedForwardLength);
+    // Steps of several tokens hand their matrix products f16 rows (the
+    // normalized rows and SwiGLU's output): half the bytes each tile load
+    // reads, and the GEMM's f16 x f16 form, about 35% faster than f32 x f16
+    // on the H200 (docs/performance.md). llama.cpp's CUDA backend does as
+    // much (f16 rows into cuBLAS, int8 ones into its quantized products).
+    // Decode steps keep f32, and so do models with f32 or bf16 matrices:
+    // f32 because its users asked for f32 accuracy, bf16 because its
+    // activations may pass f16's range.
+    const bool halfRows = batch > 1 && manager.capabilities().storageBuffer16Bit &&
+                          std::all_of(mModel->layers().begin(), mModel->layers().end(), [](const Model::Layer& w) {
+                              for (const DeviceWeight* m : { &w.wq, &w.wk, &w.wv, &w.wo, &w.wGate, &w.wUp, &w.wDown }) {
+                                  if (m->type == TensorType::eF32 || m->type == TensorType::eBF16) {
+                                      return false;
+                                  }
+                              }
+                              return true;
+                          });
+    if (halfRows) {
+        mNormedHalf = halves(manager, batch * c.embeddingLength);
+        mHiddenHalf = halves(manager, batch * c.feedForwardLength);
+    }
 
     // The KV cache, f16: per layer [capacity][kvHeads][headDim] for keys and
     // for values (a token's row is what OpRoPECache writes).
@@ -157,6 +185,12 @@ Context::record(Step& s)
     const uint32_t d = c.embeddingLength;
     const uint32_t kv = c.headCountKv * c.headDim;
     const uint32_t ff = c.feedForwardLength;
+
+    // The rows the products read: f16 in steps of several tokens where the
+    // constructor made them.
+    const bool half = t > 1 && mNormedHalf;
+    const std::shared_ptr<kp::Tensor>& normed = half ? mNormedHalf : mNormed;
+    const std::shared_ptr<kp::Tensor>& hidden = half ? mHiddenHalf : mHidden;
 
     std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
     auto add = [&](std::shared_ptr<kp::OpBase> op, std::string label) { ops.emplace_back(std::move(op), std::move(label)); };
@@ -240,16 +274,16 @@ Context::record(Step& s)
     }
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         const Model::Layer& w = model.layers()[layer];
-        rmsNorm(mX, w.attnNorm, mNormed, "attn_norm");
+        rmsNorm(mX, w.attnNorm, normed, "attn_norm");
         if (w.wq.tensor == w.wk.tensor && w.wk.tensor == w.wv.tensor) {
             // One tensor holds the three matrices (Model::place): one product.
             DeviceWeight all = w.wq;
             all.rows = qkv;
-            linear(mNormed, all, mQkv, false, t, 0, "attn_qkv");
+            linear(normed, all, mQkv, false, t, 0, "attn_qkv");
         } else {
-            linear(mNormed, w.wq, mQkv, false, t, 0, "attn_q", qkv, 0);
-            linear(mNormed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
-            linear(mNormed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
+            linear(normed, w.wq, mQkv, false, t, 0, "attn_q", qkv, 0);
+            linear(normed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
+            linear(normed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
         }
         if (c.attentionBias && !biasInRope) {
             // The biases [q | k | v] added to every row of the product
@@ -296,14 +330,14 @@ Context::record(Step& s)
                 "attention (OpAttention)");
         }
         linear(mAttention, w.wo, mX, true, t, 0, "attn_output");
-        rmsNorm(mX, w.ffnNorm, mNormed, "ffn_norm");
+        rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
         kp::SwiGLUParams swiglu;
         swiglu.count = t * ff;
         if (t == 1 && w.wGate.tensor == w.wUp.tensor) {
             // Decoding: gate and up rows in one mat-vec, [gate | up] in mGate.
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
-            linear(mNormed, gateUp, mGate, false, 1, 0, "ffn_gate_up");
+            linear(normed, gateUp, mGate, false, 1, 0, "ffn_gate_up");
             // The down projection's mat-vec reads silu(gate) * up itself
             // (swigluA): one dispatch and one barrier fewer per layer. A
             // device without the mat-vec refuses it: the separate OpSwiGLU.
@@ -320,31 +354,31 @@ Context::record(Step& s)
                 continue; // the layer's last operation
             }
             swiglu.upOffset = ff;
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, mHidden },
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden },
                                                swiglu),
                 "swiglu (OpSwiGLU)");
         } else {
-            linear(mNormed, w.wGate, mGate, false, t, 0, "ffn_gate");
-            linear(mNormed, w.wUp, mUp, false, t, 0, "ffn_up");
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, mHidden }, swiglu),
+            linear(normed, w.wGate, mGate, false, t, 0, "ffn_gate");
+            linear(normed, w.wUp, mUp, false, t, 0, "ffn_up");
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, hidden }, swiglu),
                 "swiglu (OpSwiGLU)");
         }
-        linear(mHidden, w.wDown, mX, true, t, 0, "ffn_down");
+        linear(hidden, w.wDown, mX, true, t, 0, "ffn_down");
     }
 
     if (s.output != Output::eNone) {
-        rmsNorm(mX, model.outputNorm(), mNormed, "output_norm");
+        rmsNorm(mX, model.outputNorm(), normed, "output_norm");
         if (s.output == Output::eAll) {
             if (!mAllLogits) {
                 mAllLogits = manager.tensor(static_cast<uint32_t>(uint64_t(mAllLogitsRows) * c.vocabSize), 4,
                                             DataTypes::eFloat, MemoryTypes::eDevice);
             }
-            linear(mNormed, model.output(), mAllLogits, false, t, 0, "output");
+            linear(normed, model.output(), mAllLogits, false, t, 0, "output");
             add(std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ mAllLogits }),
                 "logits (OpSyncLocal)");
         } else {
             // Only the last token's row is computed and read back.
-            linear(mNormed, model.output(), mLastLogits, false, 1, uint64_t(t - 1) * d, "output");
+            linear(normed, model.output(), mLastLogits, false, 1, uint64_t(t - 1) * d, "output");
             if (s.output == Output::eArgmax) {
                 kp::ReduceParams p;
                 p.op = kp::ReduceOp::eArgmax;

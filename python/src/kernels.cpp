@@ -87,8 +87,8 @@ bindElementwise(nb::module_& m)
     nb::class_<OpBinary, KernelOp>(m,
                                    "OpBinary",
                                    "y[i] = a[i] op b[i % b_count] for i < count (kp.BinaryOp); b_count < "
-                                   "count broadcasts b over rows of b_count elements. a, b, y of one "
-                                   "float type. y may be a or b.")
+                                   "count broadcasts b over rows of b_count elements. a and b of one "
+                                   "float type, y of any (float32, float16, bfloat16). y may be a or b.")
       .def(
         "__init__",
         [](OpBinary* self, const MemoryList& tensors, BinaryOp op, uint32_t count, uint32_t bCount,
@@ -116,8 +116,8 @@ bindElementwise(nb::module_& m)
 
     nb::class_<OpFma, KernelOp>(m,
                                 "OpFma",
-                                "y[i] = a[i] * b[i % b_count] + c[i % c_count] (fused multiply-add); one "
-                                "float type.")
+                                "y[i] = a[i] * b[i % b_count] + c[i % c_count] (fused multiply-add); a, b "
+                                "and c of one float type, y of any.")
       .def(
         "__init__",
         [](OpFma* self, const MemoryList& tensors, uint32_t count, uint32_t bCount, uint32_t cCount,
@@ -146,8 +146,8 @@ bindElementwise(nb::module_& m)
 
     nb::class_<OpSwiGLU, KernelOp>(m,
                                    "OpSwiGLU",
-                                   "y[i] = silu(gate[i]) * up[i] (Llama's gated feed-forward); one float "
-                                   "type.")
+                                   "y[i] = silu(gate[i]) * up[i] (Llama's gated feed-forward); gate and up "
+                                   "of one float type, y of any.")
       .def(
         "__init__",
         [](OpSwiGLU* self, const MemoryList& tensors, uint32_t count, uint64_t gateOffset, uint64_t upOffset,
@@ -234,8 +234,9 @@ bindRows(nb::module_& m)
 
     nb::class_<OpRMSNorm, KernelOp>(m,
                                     "OpRMSNorm",
-                                    "y[r, c] = x[r, c] / sqrt(mean(x[r, :]^2) + eps) * weight[c]. x and y of "
-                                    "one float type, weight float32; y may be x.")
+                                    "y[r, c] = x[r, c] / sqrt(mean(x[r, :]^2) + eps) * weight[c]. x and y "
+                                    "float32, float16 or bfloat16 (one type or two), weight float32; y may "
+                                    "be x.")
       .def(
         "__init__",
         [](OpRMSNorm* self, const MemoryList& tensors, uint32_t rows, uint32_t cols, float eps, uint32_t xRowStride,

@@ -8,6 +8,8 @@ import numpy as np
 import kp
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
+# (x, y) pairs of two different float types: results written in another type.
+TYPE_PAIRS = [(x, y) for x in FLOAT_DTYPES for y in FLOAT_DTYPES if x != y]
 
 # Relative tolerances of results stored in each dtype (about two units in
 # the last place of its mantissa).

@@ -10,7 +10,7 @@ import pytest
 
 import kp
 
-from kernel_helpers import FLOAT_DTYPES, TOLERANCE, assert_near, floats_of, round_to, run, tensor_of
+from kernel_helpers import FLOAT_DTYPES, TOLERANCE, TYPE_PAIRS, assert_near, floats_of, round_to, run, tensor_of
 
 UNARY = {
     kp.UnaryOp.cast: lambda x: x,
@@ -87,6 +87,23 @@ def test_fma_and_swiglu(mgr, dtype):
     run(mgr, [], kp.OpSwiGLU([a, b, y]), [y])
     expected = a_v / (1 + np.exp(-a_v.astype(np.float64))) * b_v
     assert_near(floats_of(y), round_to(dtype, expected), TOLERANCE[dtype], floor=1e-2)
+
+
+@pytest.mark.parametrize("dtype,y_dtype", TYPE_PAIRS)
+def test_binary_fma_and_swiglu_into_another_dtype(mgr, dtype, y_dtype):
+    rng = np.random.default_rng(4)
+    n = 300
+    a_v, b_v, c_v = (round_to(dtype, rng.uniform(-3, 3, n)) for _ in range(3))
+    a, b, c = (tensor_of(mgr, dtype, v) for v in (a_v, b_v, c_v))
+    y = tensor_of(mgr, y_dtype, np.zeros(n))
+    tol = TOLERANCE[y_dtype]
+    run(mgr, [a, b, c], kp.OpBinary([a, b, y], op=kp.BinaryOp.mul), [y])
+    assert_near(floats_of(y), round_to(y_dtype, a_v * b_v), tol, floor=1e-2)
+    run(mgr, [], kp.OpFma([a, b, c, y]), [y])
+    assert_near(floats_of(y), round_to(y_dtype, a_v * b_v + c_v), tol, floor=1e-2)
+    run(mgr, [], kp.OpSwiGLU([a, b, y]), [y])
+    expected = a_v / (1 + np.exp(-a_v.astype(np.float64))) * b_v
+    assert_near(floats_of(y), round_to(y_dtype, expected), tol, floor=1e-2)
 
 
 def test_offsets_and_in_place(mgr):

@@ -8,7 +8,7 @@ import pytest
 import kp
 
 from disable_paths import disable_paths
-from kernel_helpers import FLOAT_DTYPES, TOLERANCE, assert_near, floats_of, round_to, run, tensor_of
+from kernel_helpers import FLOAT_DTYPES, TOLERANCE, TYPE_PAIRS, assert_near, floats_of, round_to, run, tensor_of
 
 SHAPES = [(1, 1), (3, 5), (2, 257), (5, 1000), (1, 4096)]
 
@@ -116,6 +116,26 @@ def test_rmsnorm_and_layernorm(mgr, path, dtype, rows, cols):
     centred = x64 - x64.mean(axis=1, keepdims=True)
     expected = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + eps) * weight + bias
     assert_near(floats_of(y).reshape(rows, cols), round_to(dtype, expected), tol, floor=1e-2)
+
+
+@pytest.mark.parametrize("dtype,y_dtype", TYPE_PAIRS)
+def test_rmsnorm_and_layernorm_into_another_dtype(mgr, dtype, y_dtype):
+    rows, cols = 3, 4096
+    rng = np.random.default_rng(5)
+    x_values = round_to(dtype, rng.uniform(-2, 6, rows * cols)).reshape(rows, cols)
+    weight = rng.uniform(0.5, 1.5, cols).astype(np.float32)
+    bias = rng.uniform(-1, 1, cols).astype(np.float32)
+    x, w, b = tensor_of(mgr, dtype, x_values.ravel()), mgr.tensor(weight), mgr.tensor(bias)
+    y = tensor_of(mgr, y_dtype, np.zeros(rows * cols))
+    x64 = x_values.astype(np.float64)
+    tol = max(TOLERANCE[y_dtype], 2e-4)
+    run(mgr, [x, w], kp.OpRMSNorm([x, w, y], rows=rows, cols=cols, eps=1e-5), [y])
+    expected = x64 / np.sqrt((x64**2).mean(axis=1, keepdims=True) + 1e-5) * weight
+    assert_near(floats_of(y).reshape(rows, cols), round_to(y_dtype, expected), tol, floor=1e-2)
+    run(mgr, [b], kp.OpLayerNorm([x, w, b, y], rows=rows, cols=cols, eps=1e-5), [y])
+    centred = x64 - x64.mean(axis=1, keepdims=True)
+    expected = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5) * weight + bias
+    assert_near(floats_of(y).reshape(rows, cols), round_to(y_dtype, expected), tol, floor=1e-2)
 
 
 def test_rmsnorm_in_place_without_weight(mgr):

@@ -87,7 +87,7 @@ OpUnary::OpUnary(const std::vector<std::shared_ptr<Memory>>& tensors, const Unar
 namespace {
 
 /** The dispatch of shaders/Binary.comp shared by OpBinary, OpSwiGLU, OpFma:
- * operands {a, b, (c,) y} of one type. */
+ * operands {a, b, (c)} of one type, y of any float type. */
 std::shared_ptr<Algorithm>
 binaryAlgorithm(const Checker& check,
                 const char* opName,
@@ -98,10 +98,11 @@ binaryAlgorithm(const Checker& check,
 {
     size_t out = tensors.size() - 1;
     auto type = check.storageType(0);
-    for (size_t i = 1; i < tensors.size(); ++i) {
+    for (size_t i = 1; i < out; ++i) {
         check.storageType(i);
         check.sameDataType(0, i);
     }
+    auto yType = check.storageType(out);
     check.covers(0, push.aOffset, push.count, format("count = {}", push.count));
     check.covers(1, push.bOffset, push.bCount, format("{} elements", push.bCount));
     if (ternary) {
@@ -114,7 +115,7 @@ binaryAlgorithm(const Checker& check,
         check.aliasing(2, push.cOffset, push.cCount, out, push.yOffset, push.count, push.cCount == push.count);
     }
     uint32_t local = check.caps().localSize(kPreferredLocalSize);
-    std::string name = std::string(ternary ? "fma_" : "binary_") + kernels::typeName(type);
+    std::string name = std::string(ternary ? "fma_" : "binary_") + kernels::typeName(type) + "_" + kernels::typeName(yType);
     return kernels::buildAlgorithm(check.device(),
                                    tensors,
                                    kernels::builtinSpirv(name),

@@ -47,8 +47,8 @@ normAlgorithm(const char* opName,
     Checker check(opName, tensors, names);
     size_t out = given - 1;
     auto type = check.storageType(0);
-    check.storageType(out);
-    check.sameDataType(0, out);
+    // y may hold another float type than x (a prefill step's f16 rows).
+    auto yType = check.storageType(out);
     check.require(shape.rows > 0 && shape.cols > 0,
                   format("rows and cols must be at least 1 ({} x {} given)", shape.rows, shape.cols));
     check.require(shape.eps >= 0.0f, format("eps must not be negative ({} given)", shape.eps));
@@ -108,7 +108,8 @@ normAlgorithm(const char* opName,
     // Up to 1024 invocations: a row of up to 4 x 1024 values then sits in
     // registers, read once (Norm.comp's CACHED).
     uint32_t local = kernels::rowLocalSize(check.caps(), shape.cols, 1024);
-    std::string name = std::string(layer ? "layernorm_" : "rmsnorm_") + kernels::typeName(type) + path.suffix;
+    std::string name = std::string(layer ? "layernorm_" : "rmsnorm_") + kernels::typeName(type) + "_" +
+                       kernels::typeName(yType) + path.suffix;
     return kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
                                    kernels::grid(uint64_t(shape.rows) * shape.heads, check.caps(), opName),
                                    { local, hasWeight ? 1u : 0u, hasBias ? 1u : 0u }, push);

@@ -32,9 +32,10 @@ set(_kernel_type_bf16 2)
 foreach(x IN LISTS _kernel_types)
     foreach(y IN LISTS _kernel_types)
         kompute_kernel_shader(unary_${x}_${y} Unary.comp X_TYPE=${_kernel_type_${x}} Y_TYPE=${_kernel_type_${y}})
+        # Operands of type x, the result of type y.
+        kompute_kernel_shader(binary_${x}_${y} Binary.comp TYPE=${_kernel_type_${x}} Y_TYPE=${_kernel_type_${y}})
+        kompute_kernel_shader(fma_${x}_${y} Binary.comp TYPE=${_kernel_type_${x}} Y_TYPE=${_kernel_type_${y}} TERNARY)
     endforeach()
-    kompute_kernel_shader(binary_${x} Binary.comp TYPE=${_kernel_type_${x}})
-    kompute_kernel_shader(fma_${x} Binary.comp TYPE=${_kernel_type_${x}} TERNARY)
 endforeach()
 
 # Row kernels, each with subgroup reductions (_sg) and without (_sh).
@@ -48,8 +49,13 @@ foreach(t IN LISTS _kernel_types)
         kompute_kernel_shader(argmax_${t}_${reduction} Reduce.comp X_TYPE=${_kernel_type_${t}} ARGMAX ${_sg})
         kompute_kernel_shader(argmax_split_${t}_${reduction} Reduce.comp X_TYPE=${_kernel_type_${t}} ARGMAX SPLIT ${_sg})
         kompute_kernel_shader(softmax_${t}_${reduction} Softmax.comp TYPE=${_kernel_type_${t}} ${_sg})
-        kompute_kernel_shader(rmsnorm_${t}_${reduction} Norm.comp TYPE=${_kernel_type_${t}} ${_sg})
-        kompute_kernel_shader(layernorm_${t}_${reduction} Norm.comp TYPE=${_kernel_type_${t}} LAYER ${_sg})
+        # The norms: x of type t, y of type y.
+        foreach(y IN LISTS _kernel_types)
+            kompute_kernel_shader(rmsnorm_${t}_${y}_${reduction} Norm.comp
+                TYPE=${_kernel_type_${t}} Y_TYPE=${_kernel_type_${y}} ${_sg})
+            kompute_kernel_shader(layernorm_${t}_${y}_${reduction} Norm.comp
+                TYPE=${_kernel_type_${t}} Y_TYPE=${_kernel_type_${y}} LAYER ${_sg})
+        endforeach()
     endforeach()
 endforeach()
 

@@ -233,6 +233,50 @@ TEST_F(ElementwiseTest, FmaAndSwiGLUOverEveryType)
     }
 }
 
+// The result in another float type than the operands' (a prefill step's
+// SwiGLU writes f16 rows from f32 ones): computed in f32 and rounded once
+// into y.
+TEST_F(ElementwiseTest, BinaryFmaAndSwiGLUIntoAnotherType)
+{
+    const uint32_t n = 257;
+    for (DataTypes type : floatTypes()) {
+        for (DataTypes yType : floatTypes()) {
+            if (yType == type) {
+                continue; // FmaAndSwiGLUOverEveryType
+            }
+            SCOPED_TRACE(shortName(type) + " -> " + shortName(yType));
+            auto av = roundTo(type, randomValues(n, 21, -3.0f, 3.0f));
+            auto bv = roundTo(type, randomValues(n, 22, -3.0f, 3.0f));
+            auto cv = roundTo(type, randomValues(n, 23, -3.0f, 3.0f));
+            auto a = floatTensor(mgr(), type, av);
+            auto b = floatTensor(mgr(), type, bv);
+            auto c = floatTensor(mgr(), type, cv);
+            auto y = floatTensor(mgr(), yType, std::vector<float>(n, 0.0f));
+            std::vector<float> expected(n);
+
+            kp::BinaryParams sub;
+            sub.op = BinaryOp::eSub;
+            runOp(mgr(), { a, b, c }, std::make_shared<kp::OpBinary>(Tensors{ a, b, y }, sub), { y });
+            for (uint32_t i = 0; i < n; ++i) {
+                expected[i] = roundTo(yType, av[i] - bv[i]);
+            }
+            EXPECT_TRUE(near(floatsOf(*y), expected, tolerance(yType), 1e-2f));
+
+            runOp(mgr(), {}, std::make_shared<kp::OpFma>(Tensors{ a, b, c, y }, kp::FmaParams{}), { y });
+            for (uint32_t i = 0; i < n; ++i) {
+                expected[i] = roundTo(yType, av[i] * bv[i] + cv[i]);
+            }
+            EXPECT_TRUE(near(floatsOf(*y), expected, tolerance(yType), 1e-2f));
+
+            runOp(mgr(), {}, std::make_shared<kp::OpSwiGLU>(Tensors{ a, b, y }, kp::SwiGLUParams{}), { y });
+            for (uint32_t i = 0; i < n; ++i) {
+                expected[i] = roundTo(yType, static_cast<float>(av[i] / (1.0 + std::exp(-double(av[i]))) * bv[i]));
+            }
+            EXPECT_TRUE(near(floatsOf(*y), expected, tolerance(yType), 1e-2f));
+        }
+    }
+}
+
 TEST_F(ElementwiseTest, ARecordedSequenceRerunsOnNewData)
 {
     auto a = floatTensor(mgr(), DataTypes::eFloat, { 1, 2, 3 });
@@ -302,7 +346,7 @@ TEST_F(ElementwiseTest, BadInputIsAClearError)
     broadcast.bCount = 4;
     EXPECT_TRUE(throwsWith([&] { kp::OpBinary({ f, g, g }, broadcast); }, { "'b' and 'y' are one tensor", "overlap" }));
     EXPECT_TRUE(throwsWith([&] { kp::OpFma({ f, g, small, g }, kp::FmaParams{}); }, { "OpFma", "'c' has 8 elements" }));
-    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ f, g, h }, kp::SwiGLUParams{}); }, { "OpSwiGLU", "same data type" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ f, h, g }, kp::SwiGLUParams{}); }, { "OpSwiGLU", "same data type" }));
 
     // Tensors of two Managers.
     auto other = makeManager();

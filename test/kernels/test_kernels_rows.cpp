@@ -298,6 +298,40 @@ TEST_P(RowKernelTest, SoftmaxInPlaceWithStrides)
     EXPECT_TRUE(near(floatsOf(*t), expected, 1e-5f, 1e-3f));
 }
 
+// RMSNorm (layer false) or LayerNorm of `shape.rows` packed rows on the
+// host, in double; weights and biases where given (one per column).
+std::vector<float>
+hostNorm(bool layer, const std::vector<float>& values, Shape shape, float eps, const float* weights, const float* biases)
+{
+    std::vector<float> y(values.size());
+    for (uint32_t r = 0; r < shape.rows; ++r) {
+        const float* row = values.data() + r * shape.cols;
+        double mean = 0;
+        if (layer) {
+            for (uint32_t c = 0; c < shape.cols; ++c) {
+                mean += row[c];
+            }
+            mean /= shape.cols;
+        }
+        double squares = 0;
+        for (uint32_t c = 0; c < shape.cols; ++c) {
+            squares += (row[c] - mean) * (row[c] - mean);
+        }
+        double inverse = 1.0 / std::sqrt(squares / shape.cols + eps);
+        for (uint32_t c = 0; c < shape.cols; ++c) {
+            double v = (row[c] - mean) * inverse;
+            if (weights) {
+                v *= weights[c];
+            }
+            if (biases) {
+                v += biases[c];
+            }
+            y[r * shape.cols + c] = float(v);
+        }
+    }
+    return y;
+}
+
 TEST_P(RowKernelTest, RMSNormAndLayerNormOverEveryTypeAndShape)
 {
     // Beside kShapes, rows that the norms keep in registers only in part
@@ -347,34 +381,55 @@ TEST_P(RowKernelTest, RMSNormAndLayerNormOverEveryTypeAndShape)
                     }
                     expectPath(*op);
                     runOp(mgr(), { x, w, b }, op, { y });
-                    std::vector<float> expected(n);
-                    for (uint32_t r = 0; r < shape.rows; ++r) {
-                        const float* row = values.data() + r * shape.cols;
-                        double mean = 0;
-                        if (layer) {
-                            for (uint32_t c = 0; c < shape.cols; ++c) {
-                                mean += row[c];
-                            }
-                            mean /= shape.cols;
-                        }
-                        double squares = 0;
-                        for (uint32_t c = 0; c < shape.cols; ++c) {
-                            squares += (row[c] - mean) * (row[c] - mean);
-                        }
-                        double inverse = 1.0 / std::sqrt(squares / shape.cols + eps);
-                        for (uint32_t c = 0; c < shape.cols; ++c) {
-                            double v = (row[c] - mean) * inverse;
-                            if (operands >= 3) {
-                                v *= weights[2 + c];
-                            }
-                            if (operands == 4) {
-                                v += biases[c];
-                            }
-                            expected[r * shape.cols + c] = roundTo(type, float(v));
-                        }
-                    }
+                    auto expected = roundTo(type, hostNorm(layer, values, shape, eps, operands >= 3 ? &weights[2] : nullptr,
+                                                           operands == 4 ? biases.data() : nullptr));
                     // A 1-column LayerNorm row is 0 / sqrt(eps): exactly the bias.
                     EXPECT_TRUE(near(floatsOf(*y), expected, std::max(tolerance(type), 2e-4f), 1e-2f));
+                }
+            }
+        }
+    }
+}
+
+// y of another float type than x (a prefill step normalizes its f32 rows
+// into the f16 ones the products read), on rows kept in registers (4096)
+// and rows that take the loops (4097): computed in f32, rounded once.
+TEST_P(RowKernelTest, RMSNormAndLayerNormIntoAnotherType)
+{
+    const float eps = 1e-5f;
+    for (bool layer : { false, true }) {
+        for (DataTypes type : floatTypes()) {
+            for (DataTypes yType : floatTypes()) {
+                for (Shape shape : { Shape{ 3, 4096 }, Shape{ 2, 4097 } }) {
+                    if (yType == type) {
+                        continue; // RMSNormAndLayerNormOverEveryTypeAndShape
+                    }
+                    SCOPED_TRACE(std::string(layer ? "layernorm " : "rmsnorm ") + shortName(type) + " -> " +
+                                 shortName(yType) + " " + std::to_string(shape.rows) + "x" + std::to_string(shape.cols));
+                    uint32_t n = shape.rows * shape.cols;
+                    auto values = roundTo(type, randomValues(n, shape.cols, -2.0f, 6.0f));
+                    auto weights = randomValues(shape.cols, 7, 0.5f, 1.5f);
+                    auto biases = randomValues(shape.cols, 8, -1.0f, 1.0f);
+                    auto x = floatTensor(mgr(), type, values);
+                    auto w = floatTensor(mgr(), DataTypes::eFloat, weights);
+                    auto b = floatTensor(mgr(), DataTypes::eFloat, biases);
+                    auto y = floatTensor(mgr(), yType, std::vector<float>(n, 0.0f));
+                    std::shared_ptr<kp::KernelOp> op;
+                    {
+                        auto disabled = paths();
+                        if (layer) {
+                            op = std::make_shared<kp::OpLayerNorm>(Tensors{ x, w, b, y },
+                                                                   kp::LayerNormParams{ shape.rows, shape.cols, eps });
+                        } else {
+                            op = std::make_shared<kp::OpRMSNorm>(Tensors{ x, w, y },
+                                                                 kp::RMSNormParams{ shape.rows, shape.cols, eps });
+                        }
+                    }
+                    expectPath(*op);
+                    runOp(mgr(), { x, w, b }, op, { y });
+                    auto expected = roundTo(yType, hostNorm(layer, values, shape, eps, weights.data(),
+                                                            layer ? biases.data() : nullptr));
+                    EXPECT_TRUE(near(floatsOf(*y), expected, std::max(tolerance(yType), 2e-4f), 1e-2f));
                 }
             }
         }

@@ -58,7 +58,8 @@ enum class BinaryOp
 
 /** y[i] = a[i] op b[i % bCount] for i < count: with bCount < count, b is
  * broadcast over rows of bCount elements (a bias, a per-channel scale).
- * a, b and y hold one data type (f32, f16 or bf16). */
+ * a and b hold one data type (f32, f16 or bf16), y that one or another of
+ * the three (arithmetic in f32, rounded once into y). */
 struct BinaryParams
 {
     BinaryOp op = BinaryOp::eAdd; ///< the arithmetic
@@ -78,7 +79,8 @@ class OpBinary : public KernelOp
     OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const BinaryParams& params);
 };
 
-/** y[i] = a[i] * b[i % bCount] + c[i % cCount]; one data type. */
+/** y[i] = a[i] * b[i % bCount] + c[i % cCount]; a, b and c of one data
+ * type, y of any float type. */
 struct FmaParams
 {
     uint32_t count = 0;  ///< 0: all of y from yOffset
@@ -100,7 +102,8 @@ class OpFma : public KernelOp
 };
 
 /** y[i] = silu(gate[i]) * up[i] (the gated feed-forward of Llama-family
- * models); one data type. */
+ * models); gate and up of one data type, y of any float type (a prefill
+ * step writes f16 rows for the down projection). */
 struct SwiGLUParams
 {
     uint32_t count = 0; ///< 0: all of y from yOffset

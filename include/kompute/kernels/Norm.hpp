@@ -9,7 +9,9 @@
 namespace kp {
 
 /** y[r, c] = x[r, c] / sqrt(mean_c(x[r, :]^2) + eps) * weight[c]. x and y:
- * f32, f16 or bf16 (one type); weight f32; statistics in f32. With heads > 1
+ * f32, f16 or bf16 (y may hold another of the three than x: a prefill
+ * step normalizes f32 rows into the f16 ones its products read); weight
+ * f32; statistics in f32. With heads > 1
  * each row holds `heads` vectors of `cols` elements, `cols` apart, each
  * normalized on its own (the per-head query and key norms of Qwen3): vector
  * h of row r starts at xOffset + r * xRowStride + h * cols, and its weight

@@ -1,9 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // OpBinary (y = a op b), OpSwiGLU (OP 4: y = silu(a) * b) and, with
-// TERNARY, OpFma (y = a * b + c). All tensors of TYPE; b and c may be
-// broadcast (index i % bCount, i % cCount).
+// TERNARY, OpFma (y = a * b + c). The operands of TYPE, y of Y_TYPE (TYPE
+// unless given); b and c may be broadcast (index i % bCount, i % cCount).
 #include "Common.glsl"
+#ifndef Y_TYPE
+#define Y_TYPE TYPE
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0; // kp::BinaryOp, 4 = SwiGLU
@@ -12,9 +15,9 @@ layout(set = 0, binding = 0) readonly buffer A { STORAGE(TYPE) a[]; };
 layout(set = 0, binding = 1) readonly buffer B { STORAGE(TYPE) b[]; };
 #ifdef TERNARY
 layout(set = 0, binding = 2) readonly buffer C { STORAGE(TYPE) c[]; };
-layout(set = 0, binding = 3) buffer Y { STORAGE(TYPE) y[]; };
+layout(set = 0, binding = 3) buffer Y { STORAGE(Y_TYPE) y[]; };
 #else
-layout(set = 0, binding = 2) buffer Y { STORAGE(TYPE) y[]; };
+layout(set = 0, binding = 2) buffer Y { STORAGE(Y_TYPE) y[]; };
 #endif
 layout(push_constant) uniform Push
 {
@@ -49,5 +52,5 @@ void main()
         default: r = va / (1.0 + exp(-va)) * vb; break;
     }
 #endif
-    STORE(TYPE, y, p.yOffset + i, r);
+    STORE(Y_TYPE, y, p.yOffset + i, r);
 }

@@ -8,8 +8,12 @@
 // Without a weight or bias the op binds x in their place (HAS_* = 0).
 // With heads > 1 (RMSNorm per head) workgroup g normalizes vector g % heads
 // of row g / heads, the vectors of a row lying cols apart; vector h's weight
-// starts wHeadStride * h after wOffset.
+// starts wHeadStride * h after wOffset. y holds Y_TYPE (TYPE unless
+// given): a prefill step's norm writes the f16 rows its products read.
 #include "Common.glsl"
+#ifndef Y_TYPE
+#define Y_TYPE TYPE
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint HAS_WEIGHT = 1;
@@ -23,7 +27,7 @@ const uint CACHED = 4;
 layout(set = 0, binding = 0) readonly buffer X { STORAGE(TYPE) x[]; };
 layout(set = 0, binding = 1) readonly buffer W { float w[]; };
 layout(set = 0, binding = 2) readonly buffer B { float b[]; };
-layout(set = 0, binding = 3) buffer Y { STORAGE(TYPE) y[]; };
+layout(set = 0, binding = 3) buffer Y { STORAGE(Y_TYPE) y[]; };
 layout(push_constant) uniform Push
 {
     uint rows;
@@ -49,7 +53,7 @@ void storeNormalized(float v, uint c, uint yBase, float weight, float bias)
     if (HAS_BIAS != 0) {
         v += bias;
     }
-    STORE(TYPE, y, yBase + c, v);
+    STORE(Y_TYPE, y, yBase + c, v);
 }
 
 float weightOf(uint c, uint wBase)

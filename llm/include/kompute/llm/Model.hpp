@@ -203,7 +203,8 @@ struct OpTime
  * A KV cache (f16, on the device) and the recorded sequences that run a
  * Model's forward pass over it, one per step shape, evaluated again for
  * every step. Holds the model (std::shared_ptr) and its own activation
- * tensors. Not synchronised: one thread at a time per context (a model may
+ * tensors (f32; steps of several tokens hand the matrix products of a model
+ * with f16 or quantized matrices f16 rows). Not synchronised: one thread at a time per context (a model may
  * serve several contexts).
  */
 class Context

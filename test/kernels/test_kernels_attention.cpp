@@ -13,7 +13,12 @@ namespace kp_test {
 namespace {
 
 class TransformerKernelTest : public KomputeTest
-{};
+{
+  protected:
+    /** AttentionMatchesTheHostOnEveryPath's cases with one cache type, with
+     * the subgroup kernels (disabled null) or without them. */
+    void attentionOnEveryPath(DataTypes cacheType, const char* disabled);
+};
 
 std::vector<float>
 hostRoPE(const std::vector<float>& x,
@@ -209,7 +214,8 @@ struct AttentionCase
     uint32_t decodeChunk = 0;
 };
 
-TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
+void
+TransformerKernelTest::attentionOnEveryPath(DataTypes cacheType, const char* disabled)
 {
     const std::vector<AttentionCase> cases = {
         { "decode, one position", 1, 4, 2, 8, 40, { 0 }, true, kp::AttentionPath::eAuto },
@@ -230,65 +236,85 @@ TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPath)
         { "decode, group 4, head 256", 1, 4, 1, 256, 50, { 48 }, true, kp::AttentionPath::eDecode, 16 },
         { "decode, head 4", 1, 2, 1, 4, 37, { 36 }, true, kp::AttentionPath::eDecode, 16 },
     };
-    for (DataTypes cacheType : { DataTypes::eHalf, DataTypes::eFloat }) {
-        for (const char* disabled : { static_cast<const char*>(nullptr), "subgroup" }) {
-            for (size_t i = 0; i < cases.size(); ++i) {
-                const auto& c = cases[i];
-                bool decode = c.path == kp::AttentionPath::eDecode || (c.path == kp::AttentionPath::eAuto && c.rows <= 4);
-                if (disabled != nullptr && !decode) {
-                    continue; // the prefill kernel has no subgroup variant
-                }
-                // Rows at odd elements (scalar loads) or at multiples of 4
-                // (vector loads on the decode path), case by case (each
-                // variant compiles once per pipeline: lavapipe is slow at it).
-                uint32_t kvOffset = (i + (disabled != nullptr ? 1 : 0)) % 2 == 0 ? 3 : 4;
-                SCOPED_TRACE(std::string(c.name) + " " + shortName(cacheType) + (disabled ? " shared-memory" : "") +
-                             " kvOffset " + std::to_string(kvOffset));
-                kp::AttentionParams p;
-                p.rows = c.rows;
-                p.heads = c.heads;
-                p.kvHeads = c.kvHeads;
-                p.headDim = c.headDim;
-                p.kvCapacity = c.capacity;
-                p.causal = c.causal;
-                p.path = c.path;
-                p.decodeChunk = c.decodeChunk;
-                p.kvOffset = kvOffset;
-                p.kvRowStride = c.kvHeads * c.headDim + 4;
-                std::vector<uint32_t> positions = c.positions;
-                if (positions.empty()) { // prefill after a past of 5 positions
-                    for (uint32_t r = 0; r < c.rows; ++r) {
-                        positions.push_back(5 + r);
-                    }
-                }
-                uint32_t kvStride = p.kvRowStride;
-                auto qv = randomValues(size_t(c.rows) * c.heads * c.headDim, 1, -1.0f, 1.0f);
-                auto kvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 2, -1.0f, 1.0f));
-                auto vvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 3, -1.0f, 1.0f));
-                // Sharp attention: scaled so that a few positions dominate.
-                p.scale = 2.0f;
-                auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
-                auto k = floatTensor(mgr(), cacheType, kvv);
-                auto v = floatTensor(mgr(), cacheType, vvv);
-                auto pos = mgr().tensorT<uint32_t>(positions);
-                auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
-                std::shared_ptr<kp::OpAttention> op;
-                {
-                    // The SIMT prefill kernel on every device (the
-                    // cooperative-matrix one has its own test below).
-                    DisablePaths paths(decode ? disabled : "attention-coopmat");
-                    op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
-                }
-                // The subgroup decode kernel where the device has shuffles
-                // (pinned by DecodeOnSubgroupsMatchesTheHostAtEveryLength),
-                // the split kernel on the shared-memory path.
-                EXPECT_EQ(op->path().rfind(decode ? (disabled ? "decode-split-shared-memory" : "decode-") : "prefill-tiled", 0), 0u) << op->path();
-                runOp(mgr(), { q, k, v, pos }, op, { out });
-                auto expected = hostAttention(qv, kvv, vvv, positions, p);
-                EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& c = cases[i];
+        bool decode = c.path == kp::AttentionPath::eDecode || (c.path == kp::AttentionPath::eAuto && c.rows <= 4);
+        if (disabled != nullptr && !decode) {
+            continue; // the prefill kernel has no subgroup variant
+        }
+        // Rows at odd elements (scalar loads) or at multiples of 4
+        // (vector loads on the decode path), case by case (each
+        // variant compiles once per pipeline: lavapipe is slow at it).
+        uint32_t kvOffset = (i + (disabled != nullptr ? 1 : 0)) % 2 == 0 ? 3 : 4;
+        SCOPED_TRACE(std::string(c.name) + " " + shortName(cacheType) + (disabled ? " shared-memory" : "") +
+                     " kvOffset " + std::to_string(kvOffset));
+        kp::AttentionParams p;
+        p.rows = c.rows;
+        p.heads = c.heads;
+        p.kvHeads = c.kvHeads;
+        p.headDim = c.headDim;
+        p.kvCapacity = c.capacity;
+        p.causal = c.causal;
+        p.path = c.path;
+        p.decodeChunk = c.decodeChunk;
+        p.kvOffset = kvOffset;
+        p.kvRowStride = c.kvHeads * c.headDim + 4;
+        std::vector<uint32_t> positions = c.positions;
+        if (positions.empty()) { // prefill after a past of 5 positions
+            for (uint32_t r = 0; r < c.rows; ++r) {
+                positions.push_back(5 + r);
             }
         }
+        uint32_t kvStride = p.kvRowStride;
+        auto qv = randomValues(size_t(c.rows) * c.heads * c.headDim, 1, -1.0f, 1.0f);
+        auto kvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 2, -1.0f, 1.0f));
+        auto vvv = roundTo(cacheType, randomValues(kvOffset + size_t(c.capacity) * kvStride, 3, -1.0f, 1.0f));
+        // Sharp attention: scaled so that a few positions dominate.
+        p.scale = 2.0f;
+        auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
+        auto k = floatTensor(mgr(), cacheType, kvv);
+        auto v = floatTensor(mgr(), cacheType, vvv);
+        auto pos = mgr().tensorT<uint32_t>(positions);
+        auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
+        std::shared_ptr<kp::OpAttention> op;
+        {
+            // The SIMT prefill kernel on every device (the
+            // cooperative-matrix one has its own test below).
+            DisablePaths paths(decode ? disabled : "attention-coopmat");
+            op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
+        }
+        // The subgroup decode kernel where the device has shuffles
+        // (pinned by DecodeOnSubgroupsMatchesTheHostAtEveryLength),
+        // the split kernel on the shared-memory path.
+        EXPECT_EQ(op->path().rfind(decode ? (disabled ? "decode-split-shared-memory" : "decode-") : "prefill-tiled", 0), 0u) << op->path();
+        runOp(mgr(), { q, k, v, pos }, op, { out });
+        auto expected = hostAttention(qv, kvv, vvv, positions, p);
+        EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
     }
+}
+
+// Every path against the host, in four cases (each cache type, with and
+// without subgroups) that compile different kernel variants: lavapipe
+// takes minutes to compile them all with a cold shader cache, and CTest
+// runs the binary in shards (test/kernels/CMakeLists.txt).
+TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPathF16Cache)
+{
+    attentionOnEveryPath(DataTypes::eHalf, nullptr);
+}
+
+TEST_F(TransformerKernelTest, AttentionMatchesTheHostOnEveryPathF32Cache)
+{
+    attentionOnEveryPath(DataTypes::eFloat, nullptr);
+}
+
+TEST_F(TransformerKernelTest, AttentionMatchesTheHostWithoutSubgroupsF16Cache)
+{
+    attentionOnEveryPath(DataTypes::eHalf, "subgroup");
+}
+
+TEST_F(TransformerKernelTest, AttentionMatchesTheHostWithoutSubgroupsF32Cache)
+{
+    attentionOnEveryPath(DataTypes::eFloat, "subgroup");
 }
 
 struct CoopmatPrefillCase

@@ -103,12 +103,12 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mHidden = floats(manager, batch * c.feedForwardLength);
     // Steps of several tokens hand their matrix products f16 rows (the
     // normalized rows and SwiGLU's output): half the bytes each tile load
-    // reads, and the GEMM's f16 x f16 form, about 35% faster than f32 x f16
-    // on the H200 (docs/performance.md). llama.cpp's CUDA backend does as
-    // much (f16 rows into cuBLAS, int8 ones into its quantized products).
-    // Decode steps keep f32, and so do models with f32 or bf16 matrices:
-    // f32 because its users asked for f32 accuracy, bf16 because its
-    // activations may pass f16's range.
+    // reads; on the H200 the products ran a third faster with f16 weights
+    // and 5-8% with quantized ones (docs/performance.md). llama.cpp's CUDA
+    // backend does as much (f16 rows into cuBLAS, int8 ones into its
+    // quantized products). Decode steps keep f32, and so do models with f32
+    // or bf16 matrices: f32 because their users asked for f32 accuracy, bf16
+    // because their activations may pass f16's range.
     const bool halfRows = batch > 1 && manager.capabilities().storageBuffer16Bit &&
                           std::all_of(mModel->layers().begin(), mModel->layers().end(), [](const Model::Layer& w) {
                               for (const DeviceWeight* m : { &w.wq, &w.wk, &w.wv, &w.wo, &w.wGate, &w.wUp, &w.wDown }) {

@@ -940,6 +940,19 @@ struct MatVecData
     }
 };
 
+std::string
+matVecName(const Context& ctx, uint32_t rows, uint32_t k, uint32_t wType, const MatVecConfig& config, bool intDot)
+{
+    return std::string("matvec ") + std::to_string(rows) + "x" + std::to_string(k) + " " + elementTypeName(wType) +
+           (intDot ? " int-dot" : "") + " threads " + std::to_string(config.threads) + " rows " +
+           std::to_string(config.rows) + (config.staged ? " staged " + std::to_string(config.tileBlocks) : "") +
+           (config.qxBlocks ? " qx " + std::to_string(config.qxBlocks) : "") +
+           (config.qxBlocks && config.maxGroups
+              ? " grid " + std::to_string(config.maxGroups / std::max(ctx.view.smCount, 1u)) + "/sm"
+              : "") +
+           (config.qxBlocks && config.prefetch ? " prefetch" : "") + (config.qxBlocks && config.stage ? " stage" : "");
+}
+
 void
 runMatVec(Context& ctx,
           const Options& options,
@@ -950,15 +963,11 @@ runMatVec(Context& ctx,
           const MatVecConfig& config,
           bool intDot)
 {
-    std::string name = std::string("matvec ") + std::to_string(rows) + "x" + std::to_string(k) + " " +
-                       elementTypeName(wType) + (intDot ? " int-dot" : "") + " threads " +
-                       std::to_string(config.threads) + " rows " + std::to_string(config.rows) +
-                       (config.staged ? " staged " + std::to_string(config.tileBlocks) : "") +
-                       (config.qxBlocks ? " qx " + std::to_string(config.qxBlocks) : "");
+    std::string name = matVecName(ctx, rows, k, wType, config, intDot);
     if (!options.selects(name)) {
         return;
     }
-    if (!matVecProblem(config, ctx.view).empty()) {
+    if (!matVecProblem(config, ctx.view, wType).empty()) {
         return;
     }
     size_t weights = size_t(rows) * k;
@@ -983,7 +992,7 @@ runMatVec(Context& ctx,
             MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f, 0 };
             pushes.push_back(bytesOf(push));
         }
-        uint32_t groups[3] = { (rows + config.rows - 1) / config.rows, 1, 1 };
+        uint32_t groups[3] = { matVecGroups(config, rows), 1, 1 };
         double ms = ctx.timeDispatches(p, pushes, groups, options.quick ? 1 : 32, options.quick ? 1 : 7);
         // Check the first copy (the last dispatch used copy (reps - 1) % copies: rerun copy 0).
         ctx.timeDispatches(p, { pushes[0] }, groups, 1, 1);
@@ -1011,16 +1020,24 @@ runMatVec(Context& ctx,
 }
 
 // The int-dot quantized-x mode's sweep: x whole in shared memory (k / 32
-// blocks, as chooseMatVec takes it up to 512), and in chunks of 128 blocks.
+// blocks, as chooseMatVec takes it up to 512), one workgroup per tile of
+// rows or a grid of 1, 2 or 4 workgroups per multiprocessor looping over
+// the tiles, plain, with the prefetch of the next group or staged
+// (coalesced loads); and x in chunks of 128 blocks.
 std::vector<MatVecConfig>
-qxConfigs(uint32_t k)
+qxConfigs(uint32_t k, uint32_t sms)
 {
     std::vector<MatVecConfig> configs;
     uint32_t whole = std::max(8u, (k / 32 + 7) / 8 * 8);
-    for (uint32_t threads : { 128u, 256u, 512u }) {
-        for (uint32_t r : { 4u, 8u, 16u, 32u }) {
-            if (threads / r >= 4) {
-                configs.push_back({ threads, r, 8, false, 32, whole });
+    for (uint32_t threads : { 128u, 256u }) {
+        for (uint32_t r : { 8u, 16u, 32u }) {
+            if (threads / r < 4) {
+                continue;
+            }
+            for (uint32_t perSm : { 0u, 1u, 2u, 4u }) {
+                for (int form = 0; form < 3; ++form) { // plain, prefetch, staged
+                    configs.push_back({ threads, r, 8, false, 32, whole, perSm * sms, form == 1, form == 2 });
+                }
             }
         }
     }
@@ -1277,8 +1294,10 @@ main(int argc, char** argv)
                 data.release(ctx);
             }
         }
-        // Mat-vec: the two shapes of a Llama-8B layer.
-        for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{ { 14336, 4096 }, { 4096, 14336 } }) {
+        // Mat-vec: the shapes of a Llama-8B layer (ffn_gate_up, ffn_up, ffn_down,
+        // attn_qkv, attn_output).
+        for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{
+               { 28672, 4096 }, { 14336, 4096 }, { 4096, 14336 }, { 6144, 4096 }, { 4096, 4096 } }) {
             uint32_t rows = options.quick ? shape.first / 16 : shape.first;
             uint32_t k = options.quick ? shape.second / 16 : shape.second;
             for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
@@ -1288,16 +1307,11 @@ main(int argc, char** argv)
                 if (isQuantized(w) && !hasUnitRowModes(w) && k % 256 != 0) {
                     continue; // --quick's k = 896: not whole super-blocks
                 }
-                MatVecData data(ctx, rows, k, w);
-                for (bool intDot : { false, true }) {
-                    bool intDotRuns = ctx.intDot || (options.allPaths && ctx.intDotSupported);
-                    if (intDot && (!intDotRuns || !hasQxRowMode(w))) {
-                        continue;
-                    }
+                auto configsOf = [&](bool intDot) {
                     std::vector<MatVecConfig> configs;
                     if (intDot && !hasUnitRowModes(w)) {
                         // Q4_K, Q5_K: the int-dot build has only its quantized-x mode.
-                        configs = qxConfigs(k);
+                        configs = qxConfigs(k, std::max(ctx.view.smCount, 1u));
                     } else if (isQuantized(w) && !hasUnitRowModes(w)) {
                         // The K-quants' unit row mode (no staging).
                         for (uint32_t threads : { 64u, 128u, 256u }) {
@@ -1314,7 +1328,7 @@ main(int argc, char** argv)
                         configs.push_back({ 128, 8, 8, true, 64 });
                         configs.push_back({ 256, 4, 8, false, 32 }); // unstaged
                         if (intDot) {
-                            auto qx = qxConfigs(k);
+                            auto qx = qxConfigs(k, std::max(ctx.view.smCount, 1u));
                             configs.insert(configs.end(), qx.begin(), qx.end());
                         }
                     } else {
@@ -1324,9 +1338,32 @@ main(int argc, char** argv)
                             }
                         }
                     }
-                    for (const auto& config : configs) {
-                        warm();
-                        runMatVec(ctx, options, rows, k, w, data, config, intDot);
+                    return configs;
+                };
+                // The builds that run here, and the variants the filter
+                // selects: none, no host data (making it takes seconds).
+                std::vector<bool> builds;
+                bool selected = false;
+                for (bool intDot : { false, true }) {
+                    bool intDotRuns = ctx.intDot || (options.allPaths && ctx.intDotSupported);
+                    if (intDot && (!intDotRuns || !hasQxRowMode(w))) {
+                        continue;
+                    }
+                    builds.push_back(intDot);
+                    for (const auto& config : configsOf(intDot)) {
+                        selected = selected || options.selects(matVecName(ctx, rows, k, w, config, intDot));
+                    }
+                }
+                if (!selected) {
+                    continue;
+                }
+                MatVecData data(ctx, rows, k, w);
+                for (bool intDot : builds) {
+                    for (const auto& config : configsOf(intDot)) {
+                        if (options.selects(matVecName(ctx, rows, k, w, config, intDot))) {
+                            warm();
+                            runMatVec(ctx, options, rows, k, w, data, config, intDot);
+                        }
                     }
                 }
                 data.release(ctx);

@@ -2,6 +2,8 @@
 #include "kompute/kernels/MatMul.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "kernels/CoopmatRewrite.hpp"
@@ -154,6 +156,41 @@ groups(uint64_t extent, uint32_t tile)
     return static_cast<uint32_t>((extent + tile - 1) / tile);
 }
 
+// KOMPUTE_ENV_MATVEC_QX=threads:rows:groupsPerSM:prefetch:stage replaces
+// the quantized-x mat-vec's choice (a tuning knob: kompute-llm runs with
+// each candidate measure it end to end; groupsPerSM 0 is one workgroup per
+// tile of rows; prefetch and stage 0 or 1: MatVecConfig). A value that
+// does not parse or fit the device is reported and ignored.
+void
+overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_MATVEC_QX");
+    if (!text || !*text) {
+        return;
+    }
+    unsigned threads = 0, rows = 0, perSm = 0, prefetch = 0, stage = 0;
+    char end = 0;
+    if (std::sscanf(text, "%u:%u:%u:%u:%u%c", &threads, &rows, &perSm, &prefetch, &stage, &end) == 5 &&
+        prefetch <= 1 && stage <= 1) {
+        MatVecConfig c = config;
+        c.threads = threads;
+        c.rows = rows;
+        c.maxGroups = perSm * (view.smCount ? view.smCount : 1);
+        c.prefetch = prefetch != 0;
+        c.stage = stage != 0;
+        std::string problem = matVecProblem(c, view, wType);
+        if (problem.empty()) {
+            config = c;
+            return;
+        }
+        KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: {}", text, problem);
+        return;
+    }
+    KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: expected threads:rows:groupsPerSM:prefetch:stage, e.g. "
+                "256:16:2:0:1",
+                text);
+}
+
 } // namespace
 
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
@@ -290,8 +327,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         // mode for Q4_K/Q5_K).
         bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
         MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
+        if (config.qxBlocks) {
+            overrideQxConfig(config, view, mv.w);
+        }
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
-        if (matVecProblem(config, view).empty()) {
+        if (matVecProblem(config, view, mv.w).empty()) {
             // Units of 16 bytes of float weights; x in 4-element loads, or 8
             // for 16-bit x beside 16-bit weights.
             uint32_t unit = mv.w == kF32 ? 4 : 8;
@@ -301,8 +341,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             mv.vecX = push.xStride == 1 && aligned(push.xOffset, xWidth) &&
                       (!mv.glu || aligned(p.gateOffsetA, xWidth)) &&
                       (p.batch == 1 || aligned(push.xBatchStride, xWidth));
-            uint32_t outputsPerGroup = mv.columnMode ? config.threads / config.kSplit : config.rows;
-            Workgroup grid{ groups(push.rows, outputsPerGroup), p.batch, 1 };
+            uint32_t rowGroups = mv.columnMode ? groups(push.rows, config.threads / config.kSplit)
+                                               : matVecGroups(config, push.rows);
+            Workgroup grid{ rowGroups, p.batch, 1 };
             checkGrid(check, view, grid[0], grid[1], grid[2]);
             addDispatch(buildAlgorithm(device,
                                        bound,

@@ -15,6 +15,11 @@ namespace {
 
 // MatVec.glsl's shared array of partial sums.
 constexpr uint32_t kMatVecPartials = 64 * 8;
+// The quantized-x mat-vec's grid on GPUs (chooseMatVec): workgroups per
+// multiprocessor. On the H200, 2 beat one workgroup per tile and 1, 4 or 8
+// per multiprocessor end to end (docs/matmul-tuning.md); the prefetch and
+// the staged loads were slower there, and stay off.
+constexpr uint32_t kQxGroupsPerSm = 2;
 
 uint32_t
 ceilDiv(uint64_t a, uint64_t b)
@@ -88,7 +93,17 @@ std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
     return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
-             c.qxBlocks, v.glu };
+             c.qxBlocks, v.glu, c.prefetch, c.stage };
+}
+
+uint32_t
+matVecGroups(const MatVecConfig& c, uint32_t outputs)
+{
+    uint32_t tiles = ceilDiv(outputs, c.rows);
+    if (c.qxBlocks == 0 || c.maxGroups == 0 || tiles <= c.maxGroups) {
+        return tiles;
+    }
+    return ceilDiv(tiles, ceilDiv(tiles, c.maxGroups));
 }
 
 uint32_t
@@ -176,7 +191,7 @@ coopmatProblem(const CoopmatConfig& c, const DeviceView& device)
 }
 
 std::string
-matVecProblem(const MatVecConfig& c, const DeviceView& device)
+matVecProblem(const MatVecConfig& c, const DeviceView& device, uint32_t wType)
 {
     if (c.threads == 0 || c.threads > device.maxInvocations || c.threads > kMatVecPartials) {
         return format("{} threads per workgroup do not fit", c.threads);
@@ -193,9 +208,9 @@ matVecProblem(const MatVecConfig& c, const DeviceView& device)
         if (c.staged || c.qxBlocks % 8 || c.threads % c.rows || (perRow & (perRow - 1)) != 0) {
             return "the quantized-x mode needs whole groups of 8 blocks and a power of two of threads per row";
         }
-        if (matVecQxSharedBytes(c.qxBlocks) > device.maxSharedBytes) {
+        if (matVecQxSharedBytes(c, wType) > device.maxSharedBytes) {
             return format("{} bytes of shared memory exceed the device's {}",
-                          matVecQxSharedBytes(c.qxBlocks),
+                          matVecQxSharedBytes(c, wType),
                           device.maxSharedBytes);
         }
     }
@@ -277,12 +292,14 @@ chooseCoopmat(const DeviceView& device,
 }
 
 uint32_t
-matVecQxSharedBytes(uint32_t qxBlocks)
+matVecQxSharedBytes(const MatVecConfig& c, uint32_t wType)
 {
     // MatVec.comp: per group of 8 blocks 17 uvec4 of int8 x and 9 vec2
-    // scales (padded), beside the partial sums.
-    uint32_t groups = std::max(qxBlocks / 8, 1u);
-    return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4;
+    // scales (padded), beside the partial sums; staged, a group of weights
+    // per thread (GROUP_U4 16-byte chunks).
+    uint32_t groups = std::max(c.qxBlocks / 8, 1u);
+    uint32_t groupChunks = wType == kQ8_0 ? 17 : wType == kQ5_K ? 11 : 9;
+    return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4 + (c.stage ? c.threads * groupChunks * 16 : 0);
 }
 
 bool
@@ -328,14 +345,20 @@ chooseMatVec(const DeviceView& device,
         while (ceilDiv(outputs, qx.rows) > device.maxGroupCount[0] && qx.rows < 64) {
             qx.rows *= 2;
         }
-        while (!matVecProblem(qx, device).empty() && qx.threads > qx.rows && qx.threads > device.subgroupSize) {
+        while (!matVecProblem(qx, device, wType).empty() && qx.threads > qx.rows && qx.threads > device.subgroupSize) {
             qx.threads /= 2;
         }
-        while (!matVecProblem(qx, device).empty() && qx.qxBlocks > 8) {
+        while (!matVecProblem(qx, device, wType).empty() && qx.qxBlocks > 8) {
             qx.qxBlocks /= 2;
             qx.qxBlocks -= qx.qxBlocks % 8;
         }
-        if (matVecProblem(qx, device).empty()) {
+        // A grid of a few workgroups per multiprocessor, each looping over
+        // row tiles (x quantized once per workgroup): GPUs whose
+        // multiprocessors are known take kQxGroupsPerSm of them (the others
+        // one workgroup per tile), CPUs 8 workgroups (their cores take a
+        // workgroup at a time).
+        qx.maxGroups = device.isCpu() ? 8 : device.smCount * kQxGroupsPerSm;
+        if (matVecProblem(qx, device, wType).empty()) {
             return qx;
         }
     }
@@ -354,10 +377,10 @@ chooseMatVec(const DeviceView& device,
     while (ceilDiv(outputs, c.rows) > device.maxGroupCount[0] && c.rows < 64) {
         c.rows *= 2;
     }
-    while (!matVecProblem(c, device).empty() && c.threads > device.subgroupSize) {
+    while (!matVecProblem(c, device, wType).empty() && c.threads > device.subgroupSize) {
         c.threads /= 2;
     }
-    if (c.staged && !matVecProblem(c, device).empty()) {
+    if (c.staged && !matVecProblem(c, device, wType).empty()) {
         // Too little shared memory for the staged step: the plain row mode.
         return chooseMatVec(device, outputs, wType, columnMode, false, false, k);
     }

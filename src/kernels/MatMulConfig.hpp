@@ -126,13 +126,22 @@ struct CoopmatConfig
  * 0; the int-dot build, Q8_0/Q4_0 rows of whole 16-byte chunks): the
  * quantized-x row mode, x quantized to int8 into shared memory `qxBlocks`
  * 32-element blocks at a time (a multiple of 8), threads / rows threads per
- * row (a power of two) taking whole groups of 8 blocks. */
+ * row (a power of two) taking whole groups of 8 blocks; there, `maxGroups`
+ * (not 0) caps the grid, each workgroup looping over tiles of `rows` rows
+ * (x quantized once per workgroup where it fits whole), and `prefetch`
+ * issues the loads of a thread's next group before the dot products of its
+ * current one, and `stage` loads the weights coalesced and hands each
+ * thread its group through shared memory (where x fits whole and a row's
+ * threads are one subgroup's). */
 struct MatVecConfig
 {
     uint32_t threads = 128, rows = 2, kSplit = 8;
     bool staged = false;
     uint32_t tileBlocks = 32;
     uint32_t qxBlocks = 0;
+    uint32_t maxGroups = 0;
+    bool prefetch = false;
+    bool stage = false;
 };
 
 /** Types, transposes and alignment of one GEMM. */
@@ -180,7 +189,8 @@ std::vector<uint32_t> matVecSpecialization(const MatVecConfig& config, const Mat
 /** Empty when `config` runs on `device` for B of type `bType`; else why not. */
 std::string tiledProblem(const TiledConfig& config, uint32_t bType, const DeviceView& device);
 std::string coopmatProblem(const CoopmatConfig& config, const DeviceView& device);
-std::string matVecProblem(const MatVecConfig& config, const DeviceView& device);
+/** (The mat-vec: `wType` the weights' element type.) */
+std::string matVecProblem(const MatVecConfig& config, const DeviceView& device, uint32_t wType);
 
 /** The tiles this device runs a GEMM of m x n (batch times) with. */
 TiledConfig chooseTiled(const DeviceView& device, uint32_t m, uint32_t n, uint32_t batch, uint32_t bType);
@@ -203,8 +213,14 @@ MatVecConfig chooseMatVec(const DeviceView& device,
                           bool stageable,
                           bool quantizedX = false,
                           uint32_t k = 0);
-/** Shared memory of the quantized-x row mode's chunk of `qxBlocks` blocks. */
-uint32_t matVecQxSharedBytes(uint32_t qxBlocks);
+/** The workgroups of a row-mode mat-vec of `outputs` rows: one per
+ * `rows` rows, or, under `maxGroups`, as few as take the tiles in the same
+ * number of rounds (so that every workgroup loops over as many tiles). */
+uint32_t matVecGroups(const MatVecConfig& config, uint32_t outputs);
+
+/** Shared memory of the quantized-x row mode: its chunk of `qxBlocks`
+ * blocks of x, and with `stage` a group of `wType` weights per thread. */
+uint32_t matVecQxSharedBytes(const MatVecConfig& config, uint32_t wType);
 /** Whether quantized rows of k weights, `ld` apart from `offset` (weights,
  * batches `batchStride` apart), start and end on 16-byte boundaries (Q8_0,
  * Q4_0: every 8 blocks; Q4_K, Q5_K: always, 144- and 176-byte

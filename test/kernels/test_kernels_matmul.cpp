@@ -317,6 +317,60 @@ TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
     }
 }
 
+// The quantized-x mode's tuning variants through KOMPUTE_ENV_MATVEC_QX
+// (threads:rows:groupsPerSM:prefetch:stage; lavapipe counts one "SM"): one
+// workgroup per tile of rows, grids smaller than the tiles (a workgroup
+// loops over several, x quantized once), the prefetch of each thread's
+// next group and of its group in the next tile, the staged (coalesced)
+// loads (4 threads a row: k = 1280 takes two rounds of 4 groups, the
+// second part full), rows whose threads span several subgroups (the
+// shared-memory sums, and the unstaged loop where staging was asked for;
+// lavapipe's subgroups are 8 wide), x whole and in chunks (k = 2304 on CPUs: 64-block
+// chunks), batches with offsets. A value that does not parse or fit is
+// reported and the choice stays.
+TEST_F(MatMul, QuantizedXMatVecTuningVariants)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    if (!caps.integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no integer dot products";
+    }
+    DisablePaths disable("matvec-float");
+    // (Each variant and type compiles a pipeline: on lavapipe about a second
+    // each, so the block formats beyond Q4_0 run with one variant, whose
+    // loop is the same for all.)
+    for (const char* variant :
+         { "64:8:0:0:0", "64:8:2:1:0", "64:4:3:0:0", "32:1:5:1:0", "128:4:1:1:0", "32:8:2:0:1", "64:4:0:0:1" }) {
+        SCOPED_TRACE(variant);
+        ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", variant);
+        bool allTypes = std::string(variant) == "64:8:2:1:0" || std::string(variant) == "32:8:2:0:1";
+        for (Elem b : { Elem::Q4_0, Elem::Q8_0, Elem::Q4_K }) {
+            if (b != Elem::Q4_0 && !allTypes) {
+                continue;
+            }
+            for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 37, 768 }, { 1, 9, 2304 }, { 1, 67, 1280 } }) {
+                GemmCase gc{ shape(s[0], s[1], s[2], false, true), Elem::F32, b, Elem::F32 };
+                gc.seed = s[1] + s[2];
+                EXPECT_EQ(runGemmCase(mgr(), gc), "matvec-int-dot");
+            }
+            GemmCase batched{ shape(1, 21, 512, false, true), Elem::F16, b, Elem::F16 };
+            batched.p.batch = 3;
+            batched.p.ldb = 768;
+            batched.p.offsetB = 256;
+            batched.p.alpha = -0.5f;
+            batched.p.beta = 0.75f;
+            EXPECT_EQ(runGemmCase(mgr(), batched), "matvec-int-dot");
+        }
+    }
+    for (const char* bad : { "256:16:2:0", "64:3:1:0:0", "64:8:1:2:0" }) {
+        SCOPED_TRACE(bad);
+        ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", bad);
+        LogCapture log;
+        GemmCase gc{ shape(1, 37, 768, false, true), Elem::F32, Elem::Q4_0, Elem::F32 };
+        EXPECT_EQ(runGemmCase(mgr(), gc), "matvec-int-dot");
+        EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_MATVEC_QX=" + std::string(bad) + " is ignored"));
+    }
+}
+
 // The quantized-x mode on activations that int8 holds exactly (integers
 // with |x| <= 127, each block's largest 127): its only error is then f32
 // accumulation, so a wrong scale, nibble or block shows (the tolerance of

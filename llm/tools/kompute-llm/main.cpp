@@ -539,8 +539,10 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
         // context holds the prompt alone when --ctx-size is not larger).
         profiled.contextSize = std::max(options.contextSize, o.benchPrompt + 1);
         llm::Context timed(model, profiled);
-        timed.evaluate(randomTokens(o.benchPrompt ? o.benchPrompt : 1), llm::Logits::eLast, &logits);
-        printProfile(timed, ("pp" + std::to_string(o.benchPrompt)).c_str());
+        // (--bench-prompt 0: a prompt of one token, named so.)
+        uint32_t promptTokens = std::max(o.benchPrompt, 1u);
+        timed.evaluate(randomTokens(promptTokens), llm::Logits::eLast, &logits);
+        printProfile(timed, ("pp" + std::to_string(promptTokens)).c_str());
         timed.evaluateGreedy(randomTokens(1));
         printProfile(timed, "one tg step");
     }

@@ -42,6 +42,13 @@ layout(constant_id = 10) const uint TILE_BLOCKS = 32;
 layout(constant_id = 11) const uint QX_BLOCKS = 0;
 // x is silu(gate) * up (see xAt), the gate xGateDelta elements from x.
 layout(constant_id = 12) const uint X_GLU = 0;
+// qxRowMode with x whole: the loads of a thread's next group issued before
+// the dot products of its current one (two groups of registers).
+layout(constant_id = 13) const uint QX_PREFETCH = 0;
+// qxRowMode with x whole and each row's threads in one subgroup: the
+// weights loaded coalesced and handed to their threads through shared
+// memory (qxStagedRows).
+layout(constant_id = 14) const uint QX_STAGE = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -813,54 +820,223 @@ void loadGroup(uint rowU4, uint group, out uvec4 w[GROUP_U4])
     }
 }
 
+// A row's first thread holds the sum of its TPR threads' acc (TPR a power
+// of two). Where a row's threads are one subgroup's neighbours (TPR <= the
+// subgroup size and the workgroup of whole subgroups: qxThread numbers the
+// threads so), the sums meet in subgroupAdds, one per row of the subgroup,
+// with no barrier, so that the subgroups of a workgroup run apart; else in a
+// shared-memory tree (barriers: call it in workgroup-uniform control flow).
+bool qxSubgroupRows(uint tpr) { return tpr <= gl_SubgroupSize && WG % gl_SubgroupSize == 0u; }
+uint qxThread(uint tpr)
+{
+    return qxSubgroupRows(tpr) ? gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID : gl_LocalInvocationID.x;
+}
+float qxRowSum(float acc, uint tpr)
+{
+    if (qxSubgroupRows(tpr)) {
+        uint slot = gl_SubgroupInvocationID / tpr;
+        float sum = 0.0;
+        for (uint j = 0u; j < gl_SubgroupSize / tpr; ++j) {
+            float s = subgroupAdd(slot == j ? acc : 0.0);
+            sum = slot == j ? s : sum;
+        }
+        return sum;
+    }
+    // (After the tree's last barrier each thread reads only its own entry,
+    // which only it writes next.)
+    uint t = gl_LocalInvocationID.x, lane = t % tpr;
+    partial[t] = acc;
+    barrier();
+    for (uint stride = tpr / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            partial[t] += partial[t + stride];
+        }
+        barrier();
+    }
+    return partial[t];
+}
+
+// The coalesced form of the loop below (QX_STAGE; x whole, each row's TPR
+// threads neighbours in one subgroup). Thread `lane` of a row takes group
+// `lane` of each round of TPR groups, whose 16-byte chunks lie at a stride
+// of a group (144 bytes for Q4_0): loaded straight, a subgroup's load
+// touches a cache line per thread. Here the row's threads load the round's
+// chunks side by side (chunk lane + TPR * i), store them into their
+// subgroup's part of wStage and read back their own group's; the next
+// round's loads (or the next tile's first) are in flight during the dot
+// products. Measured slower than the straight loads on the H100 (the raw
+// chunks of the next round held beside the current group: 72 registers
+// for Q4_0, 136 for Q8_0; docs/matmul-tuning.md), so no device takes it by
+// default.
+shared uvec4 wStage[QX_STAGE != 0 ? WG * GROUP_U4 : 1u];
+
+// Chunks lane, lane + TPR, ... of round `round` (groups round * TPR ..) of
+// the row whose first chunk is rowU4, those inside its `groups` groups.
+void loadRound(uint rowU4, bool live, uint round, uint lane, uint tpr, uint groups, out uvec4 raw[GROUP_U4])
+{
+    uint first = round * tpr;
+    uint count = live && first < groups ? min(tpr, groups - first) * GROUP_U4 : 0u;
+    [[unroll]] for (uint i = 0; i < GROUP_U4; ++i) {
+        uint c = lane + tpr * i;
+        if (c < count) {
+            raw[i] = W128[rowU4 + first * GROUP_U4 + c];
+        }
+    }
+}
+
+void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
+{
+    const uint TPR = WG / ROWS;
+    uint t = qxThread(TPR); // subgroup-major: a row's threads are neighbours
+    uint r = t / TPR, lane = t % TPR;
+    uint rowBase = (t - lane) * GROUP_U4; // the row's part of wStage
+    uint rounds = (groups + TPR - 1u) / TPR;
+    uint step = gl_NumWorkGroups.x * ROWS;
+    uint row = gl_WorkGroupID.x * ROWS + r;
+    uvec4 raw[GROUP_U4];
+    // The first round's loads are in flight while x is quantized.
+    loadRound(((wBase + row * p.ldw) >> 8) * GROUP_U4, row < p.rows, 0u, lane, TPR, groups, raw);
+    for (uint b = gl_LocalInvocationID.x; b < groups * 8u; b += WG) {
+        quantizeXBlock(xBase, b, b);
+    }
+    barrier();
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
+        bool live = row < p.rows;
+        uint rowU4 = ((wBase + row * p.ldw) >> 8) * GROUP_U4;
+        uint nextRow = row + step;
+        float acc = 0.0;
+        // Every thread of the subgroup runs every round (subgroupBarrier),
+        // live or not.
+        for (uint round = 0; round < rounds; ++round) {
+            uint first = round * TPR;
+            uint count = live ? min(TPR, groups - first) * GROUP_U4 : 0u;
+            [[unroll]] for (uint i = 0; i < GROUP_U4; ++i) {
+                uint c = lane + TPR * i;
+                if (c < count) {
+                    wStage[rowBase + c] = raw[i];
+                }
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            uvec4 w[GROUP_U4];
+            [[unroll]] for (uint i = 0; i < GROUP_U4; ++i) {
+                w[i] = wStage[rowBase + lane * GROUP_U4 + i];
+            }
+            subgroupBarrier(); // read before the next round's stores
+            if (round + 1u < rounds) {
+                loadRound(rowU4, live, round + 1u, lane, TPR, groups, raw);
+            } else {
+                loadRound(((wBase + nextRow * p.ldw) >> 8) * GROUP_U4, nextRow < p.rows, 0u, lane, TPR, groups, raw);
+            }
+            uint g = first + lane;
+            if (live && g < groups) {
+                acc += qxGroupDot(w, g);
+            }
+        }
+        float sum = qxRowSum(acc, TPR);
+        if (lane == 0u && live) {
+            writeOut(outBase + row * p.outStride, sum);
+        }
+    }
+}
+
+// Row tiles of ROWS rows: tile gl_WorkGroupID.x, then every
+// gl_NumWorkGroups.x-th one after it. With a grid of fewer workgroups than
+// tiles (MatVecConfig::maxGroups: a few per multiprocessor), a workgroup
+// quantizes x once for all its tiles when x fits whole in shared memory,
+// and its subgroups go from tile to tile without waiting for each other:
+// a grid of one workgroup per tile runs in waves, each paying the
+// quantization of x, the barriers and the loads' latency before its
+// weights stream (docs/matmul-tuning.md).
 void qxRowMode()
 {
     uint batch = gl_WorkGroupID.y;
-    uint row0 = gl_WorkGroupID.x * ROWS;
     uint xBase = p.xOffset + batch * p.xBatchStride;
     uint wBase = p.wOffset + batch * p.wBatchStride;
     uint outBase = p.outOffset + batch * p.outBatchStride;
     uint tid = gl_LocalInvocationID.x;
     const uint TPR = WG / ROWS; // threads per row (a power of two)
-    uint r = tid / TPR, lane = tid % TPR;
-    uint row = row0 + r;
-    bool live = row < p.rows;
-    uint rowU4 = live ? ((wBase + row * p.ldw) >> 8) * GROUP_U4 : 0u;
+    uint t = qxThread(TPR);
+    uint r = t / TPR, lane = t % TPR;
     uint groups = p.k >> 8;
+    uint tiles = (p.rows + ROWS - 1u) / ROWS;
+    uint step = gl_NumWorkGroups.x * ROWS; // rows from one tile of the workgroup to its next
+    bool xWhole = groups <= QX_GROUPS;
 
-    float acc = 0.0;
-    for (uint c0 = 0; c0 < groups; c0 += QX_GROUPS) {
-        uint chunkGroups = min(QX_GROUPS, groups - c0);
-        // The first group's loads are in flight while x is quantized.
-        uvec4 w[GROUP_U4];
-        uint g = lane;
-        if (live && g < chunkGroups) {
-            loadGroup(rowU4, c0 + g, w);
+    uint row = gl_WorkGroupID.x * ROWS + r;
+    if (QX_STAGE != 0 && xWhole && qxSubgroupRows(TPR)) {
+        qxStagedRows(xBase, wBase, outBase, groups, tiles);
+        return;
+    }
+    uvec4 w[GROUP_U4];
+    if (xWhole) {
+        // The first tile's first group is in flight while x is quantized.
+        if (row < p.rows && lane < groups) {
+            loadGroup(((wBase + row * p.ldw) >> 8) * GROUP_U4, lane, w);
         }
-        barrier(); // the previous chunk is consumed
-        for (uint b = tid; b < chunkGroups * 8u; b += WG) {
-            quantizeXBlock(xBase, c0 * 8u + b, b);
+        for (uint b = tid; b < groups * 8u; b += WG) {
+            quantizeXBlock(xBase, b, b);
         }
         barrier();
-        while (live && g < chunkGroups) {
-            acc += qxGroupDot(w, g);
-            g += TPR;
-            if (g < chunkGroups) {
-                loadGroup(rowU4, c0 + g, w);
+    }
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
+        bool live = row < p.rows;
+        uint rowU4 = live ? ((wBase + row * p.ldw) >> 8) * GROUP_U4 : 0u;
+        float acc = 0.0;
+        if (xWhole) {
+            // w holds group `lane` of this row; QX_PREFETCH: the loads of
+            // the thread's next group (or of its group in the next tile) are
+            // issued before this one's dot products.
+            uint nextRow = row + step;
+            uint nextU4 = nextRow < p.rows ? ((wBase + nextRow * p.ldw) >> 8) * GROUP_U4 : 0u;
+            for (uint g = lane; live && g < groups; g += TPR) {
+                uint gn = g + TPR;
+                if (QX_PREFETCH != 0) {
+                    uvec4 wn[GROUP_U4];
+                    if (gn < groups) {
+                        loadGroup(rowU4, gn, wn);
+                    } else if (nextRow < p.rows) {
+                        loadGroup(nextU4, lane, wn);
+                    }
+                    acc += qxGroupDot(w, g);
+                    [[unroll]] for (uint j = 0; j < GROUP_U4; ++j) {
+                        w[j] = wn[j];
+                    }
+                } else {
+                    acc += qxGroupDot(w, g);
+                    if (gn < groups) {
+                        loadGroup(rowU4, gn, w);
+                    } else if (nextRow < p.rows) {
+                        loadGroup(nextU4, lane, w);
+                    }
+                }
+            }
+        } else {
+            for (uint c0 = 0; c0 < groups; c0 += QX_GROUPS) {
+                uint chunkGroups = min(QX_GROUPS, groups - c0);
+                // The first group's loads are in flight while x is quantized.
+                uint g = lane;
+                if (live && g < chunkGroups) {
+                    loadGroup(rowU4, c0 + g, w);
+                }
+                barrier(); // the previous chunk is consumed
+                for (uint b = tid; b < chunkGroups * 8u; b += WG) {
+                    quantizeXBlock(xBase, c0 * 8u + b, b);
+                }
+                barrier();
+                while (live && g < chunkGroups) {
+                    acc += qxGroupDot(w, g);
+                    g += TPR;
+                    if (g < chunkGroups) {
+                        loadGroup(rowU4, c0 + g, w);
+                    }
+                }
             }
         }
-    }
-
-    partial[tid] = acc;
-    barrier();
-    for (uint stride = TPR / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            partial[tid] += partial[tid + stride];
+        float sum = qxRowSum(acc, TPR);
+        if (lane == 0u && live) {
+            writeOut(outBase + row * p.outStride, sum);
         }
-        barrier();
-    }
-    if (lane == 0u && live) {
-        writeOut(outBase + row * p.outStride, partial[tid]);
     }
 }
 #endif

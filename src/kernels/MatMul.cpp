@@ -187,7 +187,7 @@ overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
         return;
     }
     KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: expected threads:rows:groupsPerSM:prefetch:stage, e.g. "
-                "256:16:2:0:1",
+                "256:16:2:0:0",
                 text);
 }
 

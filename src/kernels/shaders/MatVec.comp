@@ -813,6 +813,10 @@ float qxGroupDot(uvec4 w[GROUP_U4], uint g)
     return acc;
 }
 
+// The 16-byte chunk where row `row` of the weights starts (rows of whole
+// groups of 256 weights).
+uint rowChunk(uint wBase, uint row) { return ((wBase + row * p.ldw) >> 8) * GROUP_U4; }
+
 void loadGroup(uint rowU4, uint group, out uvec4 w[GROUP_U4])
 {
     [[unroll]] for (uint j = 0; j < GROUP_U4; ++j) {
@@ -895,14 +899,14 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
     uint row = gl_WorkGroupID.x * ROWS + r;
     uvec4 raw[GROUP_U4];
     // The first round's loads are in flight while x is quantized.
-    loadRound(((wBase + row * p.ldw) >> 8) * GROUP_U4, row < p.rows, 0u, lane, TPR, groups, raw);
+    loadRound(rowChunk(wBase, row), row < p.rows, 0u, lane, TPR, groups, raw);
     for (uint b = gl_LocalInvocationID.x; b < groups * 8u; b += WG) {
         quantizeXBlock(xBase, b, b);
     }
     barrier();
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
-        uint rowU4 = ((wBase + row * p.ldw) >> 8) * GROUP_U4;
+        uint rowU4 = rowChunk(wBase, row);
         uint nextRow = row + step;
         float acc = 0.0;
         // Every thread of the subgroup runs every round (subgroupBarrier),
@@ -926,7 +930,7 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
             if (round + 1u < rounds) {
                 loadRound(rowU4, live, round + 1u, lane, TPR, groups, raw);
             } else {
-                loadRound(((wBase + nextRow * p.ldw) >> 8) * GROUP_U4, nextRow < p.rows, 0u, lane, TPR, groups, raw);
+                loadRound(rowChunk(wBase, nextRow), nextRow < p.rows, 0u, lane, TPR, groups, raw);
             }
             uint g = first + lane;
             if (live && g < groups) {
@@ -972,7 +976,7 @@ void qxRowMode()
     if (xWhole) {
         // The first tile's first group is in flight while x is quantized.
         if (row < p.rows && lane < groups) {
-            loadGroup(((wBase + row * p.ldw) >> 8) * GROUP_U4, lane, w);
+            loadGroup(rowChunk(wBase, row), lane, w);
         }
         for (uint b = tid; b < groups * 8u; b += WG) {
             quantizeXBlock(xBase, b, b);
@@ -981,14 +985,14 @@ void qxRowMode()
     }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
-        uint rowU4 = live ? ((wBase + row * p.ldw) >> 8) * GROUP_U4 : 0u;
+        uint rowU4 = live ? rowChunk(wBase, row) : 0u;
         float acc = 0.0;
         if (xWhole) {
             // w holds group `lane` of this row; QX_PREFETCH: the loads of
             // the thread's next group (or of its group in the next tile) are
             // issued before this one's dot products.
             uint nextRow = row + step;
-            uint nextU4 = nextRow < p.rows ? ((wBase + nextRow * p.ldw) >> 8) * GROUP_U4 : 0u;
+            uint nextU4 = nextRow < p.rows ? rowChunk(wBase, nextRow) : 0u;
             for (uint g = lane; live && g < groups; g += TPR) {
                 uint gn = g + TPR;
                 if (QX_PREFETCH != 0) {

@@ -191,6 +191,33 @@ overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
                 text);
 }
 
+// KOMPUTE_ENV_COOPMAT_AHEAD=N replaces the cooperative-matrix GEMM's count
+// of tiles whose loads are in flight (CoopmatConfig::loadAhead, 1-4): a
+// tuning knob, so that kompute-llm can measure each end to end. A value
+// that does not parse or fit the tile is reported and ignored.
+void
+overrideCoopmatAhead(CoopmatConfig& config, const DeviceView& view)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_COOPMAT_AHEAD");
+    if (!text || !*text) {
+        return;
+    }
+    unsigned ahead = 0;
+    char end = 0;
+    if (std::sscanf(text, "%u%c", &ahead, &end) != 1) {
+        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_AHEAD={} is ignored: expected a count of tiles, e.g. 2", text);
+        return;
+    }
+    CoopmatConfig c = config;
+    c.loadAhead = ahead;
+    std::string problem = coopmatProblem(c, view);
+    if (!problem.empty()) {
+        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_AHEAD={} is ignored: {}", text, problem);
+        return;
+    }
+    config = c;
+}
+
 } // namespace
 
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
@@ -397,6 +424,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (!candidate.usable || !chooseCoopmat(view, *candidate.shapes, p.m, p.n, p.batch, config)) {
                 continue;
             }
+            overrideCoopmatAhead(config, view);
             variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 8);
             variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 8);
             Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };

@@ -86,7 +86,7 @@ std::vector<uint32_t>
 coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf16)
 {
     return { c.threads(), c.bm, c.bn, c.bk, c.wm, c.wn, c.shape.m, c.shape.n, c.shape.k,
-             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging };
+             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging, c.loadAhead };
 }
 
 std::vector<uint32_t>
@@ -175,6 +175,9 @@ coopmatProblem(const CoopmatConfig& c, const DeviceView& device)
     }
     if (coopmatVariant(c).empty()) {
         return "no built-in variant has that many fragments per subgroup";
+    }
+    if (c.loadAhead < 1 || c.loadAhead > 4) {
+        return format("{} tiles of loads in flight: 1 to 4 are built", c.loadAhead);
     }
     uint32_t threads = c.threads();
     if (threads > device.maxInvocations) {

@@ -117,6 +117,9 @@ struct CoopmatConfig
     // f32, Q8_0 and Q4_0 operands kept in registers as loaded and converted
     // after the multiply-adds (RAW_STAGING in the shader)
     bool rawStaging = true;
+    // tiles whose loads are in flight, each in its own registers (LOAD_AHEAD
+    // in the shader, 1-4)
+    uint32_t loadAhead = 1;
     uint32_t threads() const { return (bm / wm) * (bn / wn) * subgroupSize; }
 };
 

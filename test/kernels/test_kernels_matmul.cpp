@@ -250,6 +250,50 @@ TEST_F(MatMul, CooperativeMatrixAndIntDotPathsWhereTheDeviceHasThem)
     }
 }
 
+// The cooperative-matrix GEMM with 1 to 4 tiles of loads in flight
+// (KOMPUTE_ENV_COOPMAT_AHEAD, CoopmatConfig::loadAhead; the main loop is
+// unrolled by that count): k of 7 and 13 tiles of 32 (a partial last round
+// of the loop), a partial last tile, each staging form (f16, raw f32 A,
+// raw Q8_0 and Q4_0 B), on each cooperative-matrix path the device has.
+TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
+{
+    const auto& cm = mgr().capabilities().cooperativeMatrix;
+    if (!cm.khr && !cm.nv) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no cooperative matrices";
+    }
+    for (const char* disabled : { (const char*)nullptr, "coopmat-khr" }) {
+        if ((disabled && !cm.nv) || (!disabled && !cm.khr)) {
+            continue;
+        }
+        DisablePaths disable(disabled);
+        std::string path = disabled ? "coopmat-nv" : "coopmat-khr";
+        for (const char* ahead : { "1", "2", "3", "4" }) {
+            SCOPED_TRACE(std::string(ahead) + " " + path);
+            ScopedEnv tuning("KOMPUTE_ENV_COOPMAT_AHEAD", ahead);
+            for (const auto& [a, b] : std::vector<std::pair<Elem, Elem>>{
+                   { Elem::F16, Elem::F16 }, { Elem::F32, Elem::F16 }, { Elem::F32, Elem::Q8_0 }, { Elem::F16, Elem::Q4_0 } }) {
+                bool quant = isQuant(b);
+                for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 130, 70, 224 }, { 33, 260, 416 }, { 64, 64, 40 } }) {
+                    if (quant && s[2] % 32 != 0) {
+                        continue;
+                    }
+                    GemmCase gc{ shape(s[0], s[1], s[2], false, quant), a, b, Elem::F32 };
+                    gc.seed = s[2] + std::atoi(ahead);
+                    EXPECT_EQ(runGemmCase(mgr(), gc), path);
+                }
+            }
+        }
+        for (const char* bad : { "0", "5", "two" }) {
+            SCOPED_TRACE(bad);
+            ScopedEnv tuning("KOMPUTE_ENV_COOPMAT_AHEAD", bad);
+            LogCapture log;
+            GemmCase gc{ shape(64, 64, 64), Elem::F16, Elem::F16, Elem::F32 };
+            EXPECT_EQ(runGemmCase(mgr(), gc), path);
+            EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_COOPMAT_AHEAD=" + std::string(bad) + " is ignored"));
+        }
+    }
+}
+
 // The int-dot mat-vec's three row modes (Q8_0/Q4_0; Q4_K and Q5_K: the
 // quantized-x one), on every device whose
 // driver has integer dot products at all: "matvec-float" makes lavapipe,

@@ -16,7 +16,11 @@
 // Q8_0 and Q4_0 operands in registers as loaded and converts them when they
 // are stored, after the multiply-adds: converting at the load makes the
 // loads' latency a stall before the multiply-adds instead of hiding it
-// behind them.
+// behind them. LOAD_AHEAD > 1 keeps that many tiles' loads in flight in as
+// many sets of registers (the main loop unrolled by LOAD_AHEAD, so that
+// each set is a fixed set of registers): a load then has LOAD_AHEAD tiles
+// of multiply-adds to arrive in, with 48 KB of shared memory (NVIDIA's
+// limit) holding no more than two stages.
 //
 // The FM x FN fragments of a subgroup are separate variables, written out
 // by the preprocessor (one compiled variant per FM x FN): NVIDIA's compiler
@@ -52,6 +56,17 @@ layout(constant_id = 16) const uint STAGE_BF16 = 0;
 // multiplied, one barrier per tile instead of two.
 layout(constant_id = 17) const uint DOUBLE_BUFFER = 1;
 layout(constant_id = 18) const uint RAW_STAGING = 0;
+// Tiles whose loads are in flight (1-4).
+layout(constant_id = 19) const uint LOAD_AHEAD = 1;
+// For kompute-kernel-probe's timings of the kernel's parts only (the
+// result is not the product unless 0): 1 leaves out the loads and stores
+// of the tiles after the first (multiply-adds and barriers), 2 the
+// multiply-adds (loads, stores, barriers), 3 the loads, stores and
+// barriers (multiply-adds only).
+layout(constant_id = 20) const uint TIMING_PART = 0;
+const bool TIME_LOADS = TIMING_PART == 0 || TIMING_PART == 2;
+const bool TIME_MMA = TIMING_PART != 2;
+const bool TIME_BARRIERS = TIMING_PART != 3;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint WARPS_N = BN / WN;
@@ -121,12 +136,18 @@ FLOAT_OPERAND_LOADS(B)
 #include "QuantBlocks.glsl"
 QUANT_OPERAND_LOADS(B)
 
-// The next tiles on their way to shared memory; the second halves of raw
-// f32 chunks in stA2, stB2.
-uvec4 stA[A_CHUNKS];
-uvec4 stB[B_CHUNKS];
-uvec4 stA2[A_CHUNKS];
-uvec4 stB2[B_CHUNKS];
+// The next tiles on their way to shared memory: register set S (one per
+// tile in flight, LOAD_AHEAD of them) holds this thread's chunks of a tile
+// in stA<S> and stB<S>, the second halves of raw f32 chunks in stA2<S>,
+// stB2<S>. Separate variables, each named by a literal where it is used:
+// an array of sets indexed by the tile went to local memory.
+#define REGISTER_SET(S)                                        \
+    uvec4 stA##S[A_CHUNKS], stA2##S[A_CHUNKS];                 \
+    uvec4 stB##S[B_CHUNKS], stB2##S[B_CHUNKS];
+REGISTER_SET(0)
+REGISTER_SET(1)
+REGISTER_SET(2)
+REGISTER_SET(3)
 
 uint pack2(float a, float b)
 {
@@ -193,80 +214,100 @@ STAGE_CHUNK(A, A_TYPE, VEC_A)
 STAGE_CHUNK(B, B_TYPE, VEC_B)
 
 // The 8 elements of a chunk as staged (16-bit, converted) or, raw, as
-// loaded (the two words of 8 f32 values).
-#define STAGE_OR_FETCH(NAME, RAW, i, base, at, extent, inside)                          \
+// loaded (the two words of 8 f32 values: chunk, chunk2).
+#define STAGE_OR_FETCH(NAME, RAW, base, at, extent, inside)                             \
     if (RAW) {                                                                           \
         bool in8 = (inside) && (at) < (extent);                                          \
-        st##NAME[i] = in8 ? NAME##128[(base) >> 2] : uvec4(0);                           \
-        st##NAME##2[i] = in8 ? NAME##128[((base) >> 2) + 1u] : uvec4(0);                 \
+        chunk = in8 ? NAME##128[(base) >> 2] : uvec4(0);                                 \
+        chunk2 = in8 ? NAME##128[((base) >> 2) + 1u] : uvec4(0);                         \
     } else {                                                                             \
-        st##NAME[i] = NAME##Chunk(base, at, extent, inside);                             \
+        chunk = NAME##Chunk(base, at, extent, inside);                                   \
     }
 
-void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
+// This thread's chunk ci of the A tile at k0.
+void fetchA(uint ci, uint k0, uint row0, uint baseA, out uvec4 chunk, out uvec4 chunk2)
 {
-    uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
-        uint c = tid + i * WG;
-        if (TRANS_A == 0) {
-            uint mm = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            STAGE_OR_FETCH(A, RAW_A, i, baseA + (row0 + mm) * p.lda + k0 + kk, k0 + kk, p.k, row0 + mm < p.m)
-        } else {
-            uint kk = c / (BM / 8), mm = (c % (BM / 8)) * 8;
-            STAGE_OR_FETCH(A, RAW_A, i, baseA + (k0 + kk) * p.lda + row0 + mm, row0 + mm, p.m, k0 + kk < p.k)
-        }
-    }
-    [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
-        uint c = tid + i * WG;
-        if (B_QUANT) { // whole blocks along k (k % 32 == 0)
-            uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            uint w = baseB + (col0 + nn) * p.ldb + k0 + kk;
-            if (col0 + nn >= p.n || k0 + kk >= p.k) {
-                stB[i] = uvec4(0);
-            } else if (RAW_BQ) {
-                stB[i] = BFetchQ8(B_TYPE, w);
-            } else {
-                vec4 lo, hi;
-                BLoadQ8(B_TYPE, w, lo, hi);
-                stB[i] = pack8(lo, hi);
-            }
-        } else if (TRANS_B != 0) {
-            uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-            STAGE_OR_FETCH(B, RAW_B, i, baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n)
-        } else {
-            uint kk = c / (BN / 8), nn = (c % (BN / 8)) * 8;
-            STAGE_OR_FETCH(B, RAW_B, i, baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k)
-        }
+    uint c = gl_LocalInvocationID.x + ci * WG;
+    chunk2 = uvec4(0);
+    if (TRANS_A == 0) {
+        uint mm = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+        STAGE_OR_FETCH(A, RAW_A, baseA + (row0 + mm) * p.lda + k0 + kk, k0 + kk, p.k, row0 + mm < p.m)
+    } else {
+        uint kk = c / (BM / 8), mm = (c % (BM / 8)) * 8;
+        STAGE_OR_FETCH(A, RAW_A, baseA + (k0 + kk) * p.lda + row0 + mm, row0 + mm, p.m, k0 + kk < p.k)
     }
 }
 
-void storeTiles(uint slot)
+// This thread's chunk ci of the B tile at k0.
+void fetchB(uint ci, uint k0, uint col0, uint baseB, out uvec4 chunk, out uvec4 chunk2)
 {
-    uint tid = gl_LocalInvocationID.x;
-    [[unroll]] for (uint i = 0; i < A_CHUNKS; ++i) {
-        uint c = tid + i * WG;
-        uint perRow = (TRANS_A != 0 ? BM : BK) / 8;
-        uvec4 chunk = RAW_A ? pack8(uintBitsToFloat(stA[i]), uintBitsToFloat(stA2[i])) : stA[i];
-        shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = chunk;
-    }
-    [[unroll]] for (uint i = 0; i < B_CHUNKS; ++i) {
-        uint c = tid + i * WG;
-        uint perRow = (TRANS_B != 0 || B_QUANT ? BK : BN) / 8;
-        uvec4 chunk = stB[i];
-        if (RAW_B) {
-            chunk = pack8(uintBitsToFloat(stB[i]), uintBitsToFloat(stB2[i]));
+    uint c = gl_LocalInvocationID.x + ci * WG;
+    chunk2 = uvec4(0);
+    if (B_QUANT) { // whole blocks along k (k % 32 == 0)
+        uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+        uint w = baseB + (col0 + nn) * p.ldb + k0 + kk;
+        if (col0 + nn >= p.n || k0 + kk >= p.k) {
+            chunk = uvec4(0);
         } else if (RAW_BQ) {
-            if (STAGE_BF16 == 0) {
-                chunk = decodeQ8RawHalf(B_TYPE, stB[i]);
-            } else {
-                vec4 lo, hi;
-                decodeQ8Raw(B_TYPE, stB[i], lo, hi);
-                chunk = pack8(lo, hi);
-            }
+            chunk = BFetchQ8(B_TYPE, w);
+        } else {
+            vec4 lo, hi;
+            BLoadQ8(B_TYPE, w, lo, hi);
+            chunk = pack8(lo, hi);
         }
-        shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = chunk;
+    } else if (TRANS_B != 0) {
+        uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
+        STAGE_OR_FETCH(B, RAW_B, baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n)
+    } else {
+        uint kk = c / (BN / 8), nn = (c % (BN / 8)) * 8;
+        STAGE_OR_FETCH(B, RAW_B, baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k)
     }
 }
+
+// Chunk ci of the A tile into shared slot `slot`, converted where raw.
+void storeA(uint ci, uint slot, uvec4 chunk, uvec4 chunk2)
+{
+    uint c = gl_LocalInvocationID.x + ci * WG;
+    uint perRow = (TRANS_A != 0 ? BM : BK) / 8;
+    if (RAW_A) {
+        chunk = pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2));
+    }
+    shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = chunk;
+}
+
+void storeB(uint ci, uint slot, uvec4 chunk, uvec4 chunk2)
+{
+    uint c = gl_LocalInvocationID.x + ci * WG;
+    uint perRow = (TRANS_B != 0 || B_QUANT ? BK : BN) / 8;
+    if (RAW_B) {
+        chunk = pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2));
+    } else if (RAW_BQ) {
+        if (STAGE_BF16 == 0) {
+            chunk = decodeQ8RawHalf(B_TYPE, chunk);
+        } else {
+            vec4 lo, hi;
+            decodeQ8Raw(B_TYPE, chunk, lo, hi);
+            chunk = pack8(lo, hi);
+        }
+    }
+    shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = chunk;
+}
+
+// The tile at k0 into register set S; register set S into shared slot.
+#define LOAD_SET(S, k0)                                                                  \
+    [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
+        fetchA(ci, k0, row0, baseA, stA##S[ci], stA2##S[ci]);                            \
+    }                                                                                    \
+    [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                                  \
+        fetchB(ci, k0, col0, baseB, stB##S[ci], stB2##S[ci]);                            \
+    }
+#define STORE_SET(S, slot)                                                               \
+    [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
+        storeA(ci, slot, stA##S[ci], stA2##S[ci]);                                       \
+    }                                                                                    \
+    [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                                  \
+        storeB(ci, slot, stB##S[ci], stB2##S[ci]);                                       \
+    }
 
 // C = alpha * fragment + beta * C for the lM x lN fragment at (row, col).
 void storeFragment(ACC_T fragment, uint row, uint col, uint baseC, uint warp)
@@ -310,49 +351,77 @@ void main()
     FOR_M(ACC_ROW_DECLARE)
 
     uint tiles = (p.k + BK - 1) / BK;
-    loadTiles(0, row0, col0, baseA, baseB);
-    storeTiles(0);
+    LOAD_SET(0, 0)
+    STORE_SET(0, 0)
+    // Tiles 1 .. LOAD_AHEAD - 1 on their way, tile u in register set u % LOAD_AHEAD.
+    if (LOAD_AHEAD > 1 && 1 < tiles && TIME_LOADS) {
+        LOAD_SET(1, BK)
+    }
+    if (LOAD_AHEAD > 2 && 2 < tiles && TIME_LOADS) {
+        LOAD_SET(2, 2 * BK)
+    }
+    if (LOAD_AHEAD > 3 && 3 < tiles && TIME_LOADS) {
+        LOAD_SET(3, 3 * BK)
+    }
     barrier();
-    for (uint t = 0; t < tiles; ++t) {
-        uint slot = DOUBLE_BUFFER != 0 ? t & 1u : 0u;
-        if (t + 1 < tiles) {
-            loadTiles((t + 1) * BK, row0, col0, baseA, baseB);
-        }
-        uint aBase = slot * A_TILE, bBase = slot * B_TILE;
-        [[unroll]] for (uint kk = 0; kk < BK; kk += lK) {
+
 #define A_LOAD(i)                                                                          \
-            A_T a##i;                                                                      \
-            if (TRANS_A == 0) {                                                            \
-                coopMatLoadNV(a##i, shA, aBase + (warpRow + i * lM) * SA + kk / 8, SA, false); \
-            } else {                                                                       \
-                coopMatLoadNV(a##i, shA, aBase + kk * SA + (warpRow + i * lM) / 8, SA, true);  \
-            }
+    A_T a##i;                                                                              \
+    if (TRANS_A == 0) {                                                                    \
+        coopMatLoadNV(a##i, shA, aBase + (warpRow + i * lM) * SA + kk / 8, SA, false);     \
+    } else {                                                                               \
+        coopMatLoadNV(a##i, shA, aBase + kk * SA + (warpRow + i * lM) / 8, SA, true);      \
+    }
 #define B_LOAD(unused, j)                                                                  \
-            B_T b##j;                                                                      \
-            if (TRANS_B != 0 || B_QUANT) {                                                 \
-                coopMatLoadNV(b##j, shB, bBase + (warpCol + j * lN) * SB + kk / 8, SB, true);  \
-            } else {                                                                       \
-                coopMatLoadNV(b##j, shB, bBase + kk * SB + (warpCol + j * lN) / 8, SB, false); \
-            }
+    B_T b##j;                                                                              \
+    if (TRANS_B != 0 || B_QUANT) {                                                         \
+        coopMatLoadNV(b##j, shB, bBase + (warpCol + j * lN) * SB + kk / 8, SB, true);      \
+    } else {                                                                               \
+        coopMatLoadNV(b##j, shB, bBase + kk * SB + (warpCol + j * lN) / 8, SB, false);     \
+    }
 #define MULTIPLY_ADD(i, j) acc##i##j = coopMatMulAddNV(a##i, b##j, acc##i##j);
 #define MULTIPLY_ROW(i) FOR_N(MULTIPLY_ADD, i)
-            FOR_M(A_LOAD)
-            FOR_J(B_LOAD)
-            FOR_M(MULTIPLY_ROW)
-        }
-        if (DOUBLE_BUFFER != 0) {
-            // The other buffer was last read before the previous barrier.
-            if (t + 1 < tiles) {
-                storeTiles(slot ^ 1u);
-            }
-            barrier();
-        } else {
-            barrier();
-            if (t + 1 < tiles) {
-                storeTiles(0);
-                barrier();
-            }
-        }
+    // Tile t = t0 + S: its register set S was stored at the end of tile t -
+    // 1 and now takes tile t + LOAD_AHEAD; set N = (S + 1) % LOAD_AHEAD,
+    // tile t + 1, goes to shared memory after the multiply-adds. (Without
+    // loads, TIMING_PART 1 and 3, every tile is the first: slot 0.)
+#define TILE_STEP(S, N)                                                                    \
+    if (S < LOAD_AHEAD && t0 + S < tiles) {                                                \
+        uint t = t0 + S;                                                                   \
+        uint slot = DOUBLE_BUFFER != 0 && TIME_LOADS ? t & 1u : 0u;                        \
+        bool storeNext = t + 1 < tiles && TIME_LOADS;                                      \
+        if (t + LOAD_AHEAD < tiles && TIME_LOADS) {                                        \
+            LOAD_SET(S, (t + LOAD_AHEAD) * BK)                                             \
+        }                                                                                  \
+        uint aBase = slot * A_TILE, bBase = slot * B_TILE;                                 \
+        if (TIME_MMA) {                                                                    \
+            [[unroll]] for (uint kk = 0; kk < BK; kk += lK) {                              \
+                FOR_M(A_LOAD)                                                              \
+                FOR_J(B_LOAD)                                                              \
+                FOR_M(MULTIPLY_ROW)                                                        \
+            }                                                                              \
+        }                                                                                  \
+        /* Double buffering: the other slot was last read before the previous barrier. */ \
+        uint nextSlot = DOUBLE_BUFFER != 0 ? slot ^ 1u : 0u;                               \
+        if (DOUBLE_BUFFER == 0 && TIME_BARRIERS) {                                         \
+            barrier();                                                                     \
+        }                                                                                  \
+        if (storeNext) {                                                                   \
+            if (S + 1 < LOAD_AHEAD) {                                                      \
+                STORE_SET(N, nextSlot)                                                     \
+            } else {                                                                       \
+                STORE_SET(0, nextSlot)                                                     \
+            }                                                                              \
+        }                                                                                  \
+        if (DOUBLE_BUFFER != 0 ? TIME_BARRIERS : storeNext) {                              \
+            barrier();                                                                     \
+        }                                                                                  \
+    }
+    for (uint t0 = 0; t0 < tiles; t0 += LOAD_AHEAD) {
+        TILE_STEP(0, 1)
+        TILE_STEP(1, 2)
+        TILE_STEP(2, 3)
+        TILE_STEP(3, 0)
     }
 
     // Epilogue through the subgroup's scratch: bounds, alpha, beta, f16.

@@ -267,19 +267,32 @@ chooseCoopmat(const DeviceView& device,
         }
     }
     for (const auto& shape : ordered) {
-        // The best of the H200 probe's third call (docs/matmul-tuning.md):
-        // 128 x 256 tiles of 64 x 64 per subgroup in one shared stage (178
-        // TFLOP/s at 8192^3), 128 x 128 tiles of 64 x 32 in two (170);
-        // smaller ones for products with too few tiles to fill the device.
-        // 128 x 128 tiles from three quarters of a wave (one workgroup per
-        // SM) on: the LLM's 512 x 4096 products make 128 of them for 132
-        // SMs, and ran at 82.3 TFLOP/s there against 53.8 on 512 tiles of
-        // 64 x 64 (ffn_down's shape, H200 probe of the eighth session).
+        // 128 x 128 tiles 64 deep, 64 x 32 per subgroup, one shared stage:
+        // the fastest on every shape the probe's pipeline rows measured
+        // (docs/matmul-tuning.md, 2026-12-05; H200 / H100, TFLOP/s): 8192^3
+        // f16 188.6 / 192.0 against 181.3 / 181.8 on the 128 x 256 x 32
+        // tiles (the choice before for many tiles) and 170 / 172.0 on 128 x
+        // 128 x 32 in two stages (before for fewer); the LLM's 512 x 14336 x
+        // 4096 f16 x f16^T 159.1 / 163.2 against 136.2 / 139.6 and 119.9 /
+        // 123.6, with Q4_0 weights 87.7 against 83.6 and 83.0 (H100). Its
+        // 16-byte loads cover whole 128-byte rows of a row-major operand
+        // (32-deep tiles: half rows), which the loads alone showed (281 against
+        // 169 TFLOP/s at 8192^3, H100). Then the tiles before, for devices
+        // with less shared memory (the 64-deep tile takes 41 KB), and smaller
+        // ones for products with too few tiles to fill the device. 128 x 128
+        // tiles from three quarters of a wave (one workgroup per SM) on: the
+        // LLM's 512 x 4096 products make 128 of them for 132 SMs, and ran at
+        // 82.3 TFLOP/s there against 53.8 on 512 tiles of 64 x 64 (ffn_down's
+        // shape, H200 probe of the eighth session).
         std::vector<CoopmatConfig> candidates;
+        bool tiles128 = tileCount(m, n, batch, 128, 128) * 8 >= fillingTiles(device) * 3;
+        if (tiles128) {
+            candidates.push_back({ 128, 128, 64, 64, 32, shape, device.subgroupSize, false });
+        }
         if (tileCount(m, n, batch, 128, 256) >= fillingTiles(device)) {
             candidates.push_back({ 128, 256, 32, 64, 64, shape, device.subgroupSize, false });
         }
-        if (tileCount(m, n, batch, 128, 128) * 8 >= fillingTiles(device) * 3) {
+        if (tiles128) {
             candidates.push_back({ 128, 128, 32, 64, 32, shape, device.subgroupSize, true });
         }
         candidates.push_back({ 64, 64, 32, 32, 32, shape, device.subgroupSize, true });

@@ -254,7 +254,9 @@ TEST_F(MatMul, CooperativeMatrixAndIntDotPathsWhereTheDeviceHasThem)
 // (KOMPUTE_ENV_COOPMAT_AHEAD, CoopmatConfig::loadAhead; the main loop is
 // unrolled by that count): k of 7 and 13 tiles of 32 (a partial last round
 // of the loop), a partial last tile, each staging form (f16, raw f32 A,
-// raw Q8_0 and Q4_0 B), on each cooperative-matrix path the device has.
+// raw Q8_0 and Q4_0 B), on each cooperative-matrix path the device has;
+// 512 x 3200 makes 100 tiles of 128 x 128, which a GPU of up to 133
+// multiprocessors takes 64 deep in one shared stage (k = 160: 2.5 tiles).
 TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
 {
     const auto& cm = mgr().capabilities().cooperativeMatrix;
@@ -273,7 +275,8 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
             for (const auto& [a, b] : std::vector<std::pair<Elem, Elem>>{
                    { Elem::F16, Elem::F16 }, { Elem::F32, Elem::F16 }, { Elem::F32, Elem::Q8_0 }, { Elem::F16, Elem::Q4_0 } }) {
                 bool quant = isQuant(b);
-                for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 130, 70, 224 }, { 33, 260, 416 }, { 64, 64, 40 } }) {
+                for (const auto& s : std::vector<std::array<uint32_t, 3>>{
+                       { 130, 70, 224 }, { 33, 260, 416 }, { 64, 64, 40 }, { 512, 3200, 160 } }) {
                     if (quant && s[2] % 32 != 0) {
                         continue;
                     }

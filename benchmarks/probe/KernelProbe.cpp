@@ -1202,14 +1202,17 @@ main(int argc, char** argv)
         // barriers, 2 loads, stores and barriers, 3 multiply-adds alone).
         // A filter starting with "pipeline" runs only these rows.
         bool pipelineOnly = options.filter.rfind("pipeline", 0) == 0;
-        if (ctx.nv && (options.filter.empty() || pipelineOnly)) {
-            CoopmatShape mma{};
-            for (const auto& s : ctx.nvF16) {
-                if (s.m == 16 && s.n == 8 && s.k == 16) {
-                    mma = s;
-                }
+        // The LLM's prefill shapes (M tokens, K in, N out), and the prefill
+        // sweeps' fragment shape: NV 16x8x16 (the best of the 8192^3 sweeps).
+        uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
+        std::vector<CoopmatShape> prefillShapes;
+        for (const auto& s : ctx.nvF16) {
+            if (s.n == 8 && s.k == 16) {
+                prefillShapes.push_back(s);
             }
-            uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
+        }
+        if (ctx.nv && !prefillShapes.empty() && (options.filter.empty() || pipelineOnly)) {
+            const CoopmatShape& mma = prefillShapes.front();
             std::vector<CoopmatConfig> pipelineTiles = { { 128, 128, 32, 64, 32 }, { 128, 256, 32, 64, 64 },
                                                          { 128, 128, 64, 64, 32 } };
             for (const GemmProblem& g : std::vector<GemmProblem>{ { big, big, big, false, kF16, kF16, kF32 },
@@ -1276,15 +1279,6 @@ main(int argc, char** argv)
                 data.release(ctx);
             }
             // LLM prefill: X[512][4096] (f32) x W[14336][4096]^T in f16, Q8_0, Q4_0.
-            uint32_t tokens = options.quick ? 64 : 512, in = options.quick ? 256 : 4096, out = options.quick ? 512 : 14336;
-            // The prefill sweeps' fragment shape: NV 16x8x16 (the best of the
-            // 8192^3 sweeps).
-            std::vector<CoopmatShape> prefillShapes;
-            for (const auto& s : ctx.nvF16) {
-                if (s.n == 8 && s.k == 16) {
-                    prefillShapes.push_back(s);
-                }
-            }
             for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
                 GemmProblem prefill{ tokens, out, in, true, kF32, w, kF32 };
                 GemmData data(ctx, prefill);

@@ -20,7 +20,8 @@
 // many sets of registers (the main loop unrolled by LOAD_AHEAD, so that
 // each set is a fixed set of registers): a load then has LOAD_AHEAD tiles
 // of multiply-adds to arrive in, with 48 KB of shared memory (NVIDIA's
-// limit) holding no more than two stages.
+// limit) holding no more than two stages. (On the H200 and H100 it made the
+// whole kernel slower, so the library keeps 1: docs/matmul-tuning.md.)
 //
 // The FM x FN fragments of a subgroup are separate variables, written out
 // by the preprocessor (one compiled variant per FM x FN): NVIDIA's compiler

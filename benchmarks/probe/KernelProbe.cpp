@@ -1213,21 +1213,39 @@ main(int argc, char** argv)
         }
         if (ctx.nv && !prefillShapes.empty() && (options.filter.empty() || pipelineOnly)) {
             const CoopmatShape& mma = prefillShapes.front();
+            // The library's tile (128 x 128 x 64, one stage) beside the two
+            // it replaced, on the f16 products, each part alone too; the
+            // quantized ones at that tile with B as chunks and as words
+            // (CoopmatConfig::quantWords), each also without its
+            // multiply-adds (part 2: what the loads, stores and barriers
+            // take alone). (The rows of 2-3 tiles ahead, measured slower,
+            // were dropped after 3165399.)
             std::vector<CoopmatConfig> pipelineTiles = { { 128, 128, 32, 64, 32 }, { 128, 256, 32, 64, 64 },
                                                          { 128, 128, 64, 64, 32 } };
-            for (const GemmProblem& g : std::vector<GemmProblem>{ { big, big, big, false, kF16, kF16, kF32 },
-                                                                  { tokens, out, in, true, kF16, kF16, kF32 },
-                                                                  { tokens, out, in, true, kF16, kQ4_0, kF32 },
-                                                                  { tokens, out, in, true, kF16, kQ8_0, kF32 },
-                                                                  { tokens, in, out, true, kF16, kQ4_0, kF32 } }) {
+            std::vector<GemmProblem> products = { { big, big, big, false, kF16, kF16, kF32 },
+                                                  { tokens, out, in, true, kF16, kF16, kF32 } };
+            // The Llama-8B prefill products with quantized weights: ffn
+            // gate or up, ffn_down, the fused qkv, the attention output.
+            for (uint32_t type : { kQ4_0, kQ8_0 }) {
+                products.push_back({ tokens, out, in, true, kF16, type, kF32 });
+                products.push_back({ tokens, in, out, true, kF16, type, kF32 });
+                if (!options.quick) {
+                    products.push_back({ tokens, 6144, in, true, kF16, type, kF32 });
+                    products.push_back({ tokens, in, in, true, kF16, type, kF32 });
+                }
+            }
+            for (const GemmProblem& g : products) {
                 GemmData data(ctx, g);
                 // Making the host data idles the GPU for seconds: the first
                 // row ran at 40% of its speed after the short warm-up alone.
                 if (busy > 0) {
                     warmUp(ctx, 1.0);
                 }
-                bool parts = !isQuantized(g.b);
+                bool quant = isQuantized(g.b);
                 for (auto c : pipelineTiles) {
+                    if (quant && c.bk != 64) {
+                        continue;
+                    }
                     c.shape = mma;
                     c.subgroupSize = ctx.view.subgroupSize;
                     // Two shared stages where they fit, else one.
@@ -1235,23 +1253,26 @@ main(int argc, char** argv)
                     if (!coopmatProblem(c, ctx.view).empty()) {
                         c.doubleBuffer = false;
                     }
-                    for (uint32_t ahead : { 1u, 2u, 3u }) {
-                        c.loadAhead = ahead;
-                        if (!coopmatProblem(c, ctx.view).empty()) {
+                    for (bool words : { false, true }) {
+                        c.quantWords = words;
+                        if ((words && !coopmatQuantWordsFit(c, g.b, g.k, g.k, 0, 0, 1)) ||
+                            !coopmatProblem(c, ctx.view).empty()) {
                             continue;
                         }
-                        GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
+                        GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !quant };
                         uint32_t tile[2] = { c.bm, c.bn };
                         auto spec = coopmatSpecialization(c, v, false);
                         std::string label = "pipeline " + coopmatLabel("nv", g, c) + (c.doubleBuffer ? " db" : " sb") +
-                                            " ahead " + std::to_string(ahead);
-                        for (uint32_t part = 0; part <= (parts && ahead <= 2 ? 3u : 0u); ++part) {
-                            auto partSpec = spec;
-                            partSpec.push_back(part);
+                                            (quant ? (words ? " words" : " chunks") : "");
+                        for (uint32_t part : { 0u, 1u, 2u, 3u }) {
+                            if (quant && (part == 1 || part == 3)) {
+                                continue; // the multiply-adds are the f16 products'
+                            }
+                            spec[20] = part; // TIMING_PART
                             warm();
                             runGemm(ctx, options,
                                     label + (part ? " part " + std::to_string(part) + " (timing only)" : ""), g, data,
-                                    coopmatSpirv(c, false, false), partSpec, tile, true, part != 0);
+                                    coopmatSpirv(c, false, false), spec, tile, true, part != 0);
                         }
                     }
                 }

@@ -425,6 +425,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 continue;
             }
             overrideCoopmatAhead(config, view);
+            config.quantWords = !caps.isDisabled("coopmat-quant-words") &&
+                                coopmatQuantWordsFit(config, variant.b, p.k, p.ldb, p.offsetB, p.strideB, p.batch);
+            if (config.quantWords && !coopmatProblem(config, view).empty()) {
+                config.quantWords = false; // its raw words do not fit in shared memory
+            }
             variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 8);
             variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 8);
             Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };

@@ -86,7 +86,8 @@ std::vector<uint32_t>
 coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf16)
 {
     return { c.threads(), c.bm, c.bn, c.bk, c.wm, c.wn, c.shape.m, c.shape.n, c.shape.k,
-             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging, c.loadAhead };
+             v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging, c.loadAhead,
+             0 /* TIMING_PART: the whole kernel */, c.quantWords };
 }
 
 std::vector<uint32_t>
@@ -118,7 +119,28 @@ coopmatSharedBytes(const CoopmatConfig& c, bool transA, bool transB)
     uint32_t a = (transA ? c.bk : c.bm) * ((transA ? c.bm : c.bk) / 8 + 1) * 16;
     uint32_t b = (transB ? c.bn : c.bk) * ((transB ? c.bk : c.bn) / 8 + 1) * 16;
     uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
-    return (a + b) * (c.doubleBuffer ? 2 : 1) + warps * c.shape.m * c.shape.n * 4;
+    // One accumulator fragment per subgroup, or with quantWords each
+    // subgroup's raw words of B (Q8_0's 34-byte blocks at most).
+    uint32_t scratch = warps * c.shape.m * c.shape.n * 4;
+    if (c.quantWords && warps) {
+        scratch = std::max(scratch, c.bn * (c.bk / 32 * 34 / 4) * 4);
+    }
+    return (a + b) * (c.doubleBuffer ? 2 : 1) + scratch;
+}
+
+bool
+coopmatQuantWordsFit(const CoopmatConfig& c,
+                     uint32_t bType,
+                     uint32_t k,
+                     uint64_t ldb,
+                     uint64_t offset,
+                     uint64_t batchStride,
+                     uint32_t batch)
+{
+    uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
+    return (bType == kQ8_0 || bType == kQ4_0) && c.bk == 64 && c.subgroupSize == 32 && warps &&
+           c.bn % warps == 0 && c.bn / warps * (c.bk / 32) == c.subgroupSize && k % 64 == 0 && ldb % 64 == 0 &&
+           offset % 64 == 0 && (batch <= 1 || batchStride % 64 == 0);
 }
 
 std::string
@@ -182,6 +204,9 @@ coopmatProblem(const CoopmatConfig& c, const DeviceView& device)
     uint32_t threads = c.threads();
     if (threads > device.maxInvocations) {
         return format("{} threads exceed maxComputeWorkGroupInvocations {}", threads, device.maxInvocations);
+    }
+    if (c.quantWords && !coopmatQuantWordsFit(c, kQ4_0, 64, 64, 0, 0, 1)) {
+        return "quantized B as words needs 64-deep tiles with 16 rows of B per subgroup of 32";
     }
     if ((c.bm * c.bk / 8) % threads || (c.bk * c.bn / 8) % threads) {
         return "the tiles are not whole 8-element chunks per thread";

@@ -120,6 +120,10 @@ struct CoopmatConfig
     // tiles whose loads are in flight, each in its own registers (LOAD_AHEAD
     // in the shader, 1-4)
     uint32_t loadAhead = 1;
+    // Q8_0/Q4_0 B loaded as 32-bit words, each subgroup's rows of the tile
+    // side by side, and decoded a block per lane (BQ_WORDS in the shader;
+    // coopmatQuantWordsFit says where it applies)
+    bool quantWords = false;
     uint32_t threads() const { return (bm / wm) * (bn / wn) * subgroupSize; }
 };
 
@@ -229,6 +233,19 @@ uint32_t matVecQxSharedBytes(const MatVecConfig& config, uint32_t wType);
  * Q4_0: every 8 blocks; Q4_K, Q5_K: always, 144- and 176-byte
  * super-blocks). */
 bool matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64_t batchStride, uint32_t batch);
+
+/** Whether `config` (quantWords aside) may load B of type `bType` as
+ * words: Q8_0 or Q4_0, 64-deep tiles whose B rows are 16 per subgroup of 32
+ * lanes (one block a lane), and k, the rows' stride `ldb`, `offset` and the
+ * batches' `batchStride` (in weights) multiples of 64, so that every row's
+ * two blocks of a tile start on a 4-byte boundary. */
+bool coopmatQuantWordsFit(const CoopmatConfig& config,
+                          uint32_t bType,
+                          uint32_t k,
+                          uint64_t ldb,
+                          uint64_t offset,
+                          uint64_t batchStride,
+                          uint32_t batch);
 
 /** The built-in variant of the cooperative-matrix kernel for `config`'s
  * fragments per subgroup ("matmul_coopmat_4x4"); empty if none is built. */

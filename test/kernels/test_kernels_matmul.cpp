@@ -297,6 +297,53 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
     }
 }
 
+// Q8_0 and Q4_0 B loaded as words (CoopmatConfig::quantWords: 64-deep
+// tiles, k, ldb and the offset multiples of 64 weights), on each
+// cooperative-matrix path the device has, and the same products with it
+// disabled ("coopmat-quant-words": B a chunk of 8 weights per thread):
+// 512 x 3170 makes 100 tiles of 128 x 128 with a partial last column of
+// tiles (rows of B past n are zeros), which a GPU of up to 133
+// multiprocessors takes 64 deep; k of 1 and 5 tiles; B at an offset of 64
+// weights with rows 64 apart beyond k; k = 288 (4.5 tiles) and an offset of
+// 32 take the chunks.
+TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
+{
+    const auto& cm = mgr().capabilities().cooperativeMatrix;
+    if (!cm.khr && !cm.nv) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no cooperative matrices";
+    }
+    for (const char* path : { "coopmat-khr", "coopmat-nv" }) {
+        bool nv = std::string(path) == "coopmat-nv";
+        if ((nv && !cm.nv) || (!nv && !cm.khr)) {
+            continue;
+        }
+        for (const char* words : { "", "coopmat-quant-words" }) {
+            std::string disabled = std::string(nv ? "coopmat-khr," : "") + words;
+            SCOPED_TRACE(std::string(path) + " disabled: " + disabled);
+            DisablePaths disable(disabled.c_str());
+            for (Elem a : { Elem::F16, Elem::F32 }) {
+                for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
+                    for (const auto& s : std::vector<std::array<uint32_t, 3>>{
+                           { 512, 3170, 64 }, { 512, 3170, 320 }, { 512, 3200, 288 } }) {
+                        GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, Elem::F32 };
+                        gc.seed = s[1] + s[2];
+                        EXPECT_EQ(runGemmCase(mgr(), gc), path);
+                    }
+                    for (uint32_t offset : { 64u, 32u }) {
+                        GemmCase gc{ shape(512, 3200, 128, false, true), a, b, Elem::F32 };
+                        gc.p.ldb = 256;
+                        gc.p.offsetB = offset;
+                        gc.p.alpha = 0.5f;
+                        gc.p.beta = 1.0f;
+                        gc.seed = offset;
+                        EXPECT_EQ(runGemmCase(mgr(), gc), path);
+                    }
+                }
+            }
+        }
+    }
+}
+
 // The int-dot mat-vec's three row modes (Q8_0/Q4_0; Q4_K and Q5_K: the
 // quantized-x one), on every device whose
 // driver has integer dot products at all: "matvec-float" makes lavapipe,

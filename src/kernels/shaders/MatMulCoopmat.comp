@@ -65,6 +65,10 @@ layout(constant_id = 19) const uint LOAD_AHEAD = 1;
 // multiply-adds (loads, stores, barriers), 3 the loads, stores and
 // barriers (multiply-adds only).
 layout(constant_id = 20) const uint TIMING_PART = 0;
+// Q8_0/Q4_0 B loaded as 32-bit words, a subgroup's rows of the tile side
+// by side, and decoded a block per lane through shared memory (see
+// fetchBWords); the host sets it where it fits (coopmatQuantWordsFit).
+layout(constant_id = 21) const uint BQ_WORDS = 0;
 const bool TIME_LOADS = TIMING_PART == 0 || TIMING_PART == 2;
 const bool TIME_MMA = TIMING_PART != 2;
 const bool TIME_BARRIERS = TIMING_PART != 3;
@@ -86,6 +90,15 @@ const bool RAW_B = RAW_STAGING != 0 && VEC_B != 0 && B_TYPE == TYPE_F32;
 // which other functions cannot use.)
 const bool B_Q8_0_OR_Q4_0 = (B_TYPE == TYPE_Q8_0) != (B_TYPE == TYPE_Q4_0);
 const bool RAW_BQ = RAW_STAGING != 0 && B_Q8_0_OR_Q4_0;
+// BQ_WORDS: each subgroup loads BQ_ROWS rows of the B tile, BK / 32 blocks
+// of each (BQ_ROW_WORDS words from a 4-byte boundary), one block per lane
+// (the host checks BQ_ROWS * BK / 32 == 32 lanes).
+const bool B_WORDS = BQ_WORDS != 0 && B_Q8_0_OR_Q4_0;
+const uint BQ_BLOCK_BYTES = B_TYPE == TYPE_Q8_0 ? 34u : 18u;
+const uint BQ_ROW_WORDS = BK / 32u * BQ_BLOCK_BYTES / 4u;
+const uint BQ_ROWS = BN / WARPS;
+const uint BQ_WARP_WORDS = BQ_ROWS * BQ_ROW_WORDS;
+const uint BQ_LOADS = B_WORDS ? (BQ_WARP_WORDS + 31u) / 32u : 1u;
 
 // Shared tiles in rows of 8-half chunks plus one chunk of padding (so that
 // the rows of a fragment fall into different banks). Rows follow the
@@ -99,8 +112,11 @@ const uint B_TILE = (TRANS_B != 0 ? BN : BK) * SB;
 const uint BUFFERS = DOUBLE_BUFFER != 0 ? 2 : 1;
 shared uvec4 shA[A_TILE * BUFFERS];
 shared uvec4 shB[B_TILE * BUFFERS];
-// Per subgroup: one accumulator fragment on its way to C.
-shared float scratch[WARPS * lM * lN];
+// Per subgroup: one accumulator fragment on its way to C (f32 bits) after
+// the main loop; in it, with B_WORDS, the subgroup's raw words of B.
+const uint FRAGMENT_WORDS = WARPS * lM * lN;
+const uint BQ_SHARED_WORDS = B_WORDS ? WARPS * BQ_WARP_WORDS : 0u;
+shared uint scratch[BQ_SHARED_WORDS > FRAGMENT_WORDS ? BQ_SHARED_WORDS : FRAGMENT_WORDS];
 
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>
 #define A_T fcoopmatNV<16, gl_ScopeSubgroup, lM, lK>
@@ -144,7 +160,8 @@ QUANT_OPERAND_LOADS(B)
 // an array of sets indexed by the tile went to local memory.
 #define REGISTER_SET(S)                                        \
     uvec4 stA##S[A_CHUNKS], stA2##S[A_CHUNKS];                 \
-    uvec4 stB##S[B_CHUNKS], stB2##S[B_CHUNKS];
+    uvec4 stB##S[B_CHUNKS], stB2##S[B_CHUNKS];                 \
+    uint stBw##S[BQ_LOADS];
 REGISTER_SET(0)
 REGISTER_SET(1)
 REGISTER_SET(2)
@@ -294,20 +311,99 @@ void storeB(uint ci, uint slot, uvec4 chunk, uvec4 chunk2)
     shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = chunk;
 }
 
+// B_WORDS: this lane's words of its subgroup's BQ_ROWS rows of the B tile
+// at k0, the rows' BK / 32 blocks side by side (a Q4_0 row of a 64-deep
+// tile is 36 bytes: 9 words), so that a load of the subgroup reads a few
+// whole cache lines. Loaded a chunk of 8 weights per thread, 16 rows of
+// 18- or 34-byte blocks cost 2-byte loads over 4-8 rows each, whose cache
+// lines outnumbered the f16 operand's 4 per load several times.
+void fetchBWords(uint k0, uint col0, uint baseB, out uint raw[BQ_LOADS])
+{
+    uint firstRow = col0 + gl_SubgroupID * BQ_ROWS;
+    [[unroll]] for (uint j = 0; j < BQ_LOADS; ++j) {
+        uint i = gl_SubgroupInvocationID + 32u * j;
+        uint n = firstRow + i / BQ_ROW_WORDS;
+        raw[j] = 0u; // rows past n: zero blocks (d = 0)
+        if (i < BQ_WARP_WORDS && n < p.n) {
+            raw[j] = B32[(baseB + n * p.ldb + k0) / 32u * BQ_BLOCK_BYTES / 4u + i % BQ_ROW_WORDS];
+        }
+    }
+}
+
+// The raw words into the subgroup's part of scratch, then each lane's
+// block (row lane / 2, block lane % 2 of the row: BK = 64) decoded into
+// its 4 chunks of the B tile in shared slot `slot`. Only the subgroup reads
+// its words: a subgroup barrier orders them (the next tile's words are
+// stored after the workgroup's barrier).
+void storeBWords(uint slot, uint raw[BQ_LOADS])
+{
+    uint lane = gl_SubgroupInvocationID;
+    uint region = gl_SubgroupID * BQ_WARP_WORDS;
+    [[unroll]] for (uint j = 0; j < BQ_LOADS; ++j) {
+        uint i = lane + 32u * j;
+        if (i < BQ_WARP_WORDS) {
+            scratch[region + i] = raw[j];
+        }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    uint r = lane / (BK / 32u), kb = lane % (BK / 32u);
+    uint rowWord = region + r * BQ_ROW_WORDS;
+    uint at = kb * BQ_BLOCK_BYTES; // the block's first byte in the row (even)
+    uint dWord = scratch[rowWord + at / 4u];
+    uint d = (at & 2u) != 0u ? dWord >> 16 : dWord & 0xFFFFu;
+    // The quants from byte at + 2: words funnelled where that is not on a
+    // 4-byte boundary (the word after the last one is clamped into the
+    // subgroup's part: read, not used).
+    uint first = rowWord + (at + 2u) / 4u;
+    bool odd = ((at + 2u) & 2u) != 0u;
+    const uint QUANT_WORDS = B_TYPE == TYPE_Q8_0 ? 8u : 4u;
+    uint q[8];
+    [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
+        uint lo = scratch[first + i];
+        uint hi = scratch[min(first + i + 1u, region + BQ_WARP_WORDS - 1u)];
+        q[i] = odd ? (lo >> 16) | (hi << 16) : lo;
+    }
+    uint rowSlot = slot * B_TILE + (gl_SubgroupID * BQ_ROWS + r) * SB + kb * 4u;
+    [[unroll]] for (uint c = 0; c < 4u; ++c) {
+        // Q8_0: chunk c is bytes 8c .. 8c + 7; Q4_0: chunks 0 and 1 the low
+        // nibbles of bytes 0 .. 15 (weights 0 .. 15), 2 and 3 the high ones.
+        uvec4 words = B_TYPE == TYPE_Q8_0 ? uvec4(d, q[2u * c], q[2u * c + 1u], 0u)
+                                          : uvec4(d, q[2u * (c & 1u)], q[2u * (c & 1u) + 1u], (c >> 1) * 4u);
+        uvec4 chunk;
+        if (STAGE_BF16 == 0) {
+            chunk = decodeQ8RawHalf(B_TYPE, words);
+        } else {
+            vec4 lo, hi;
+            decodeQ8Raw(B_TYPE, words, lo, hi);
+            chunk = pack8(lo, hi);
+        }
+        shB[rowSlot + c] = chunk;
+    }
+}
+
 // The tile at k0 into register set S; register set S into shared slot.
 #define LOAD_SET(S, k0)                                                                  \
     [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
         fetchA(ci, k0, row0, baseA, stA##S[ci], stA2##S[ci]);                            \
     }                                                                                    \
-    [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                                  \
-        fetchB(ci, k0, col0, baseB, stB##S[ci], stB2##S[ci]);                            \
+    if (B_WORDS) {                                                                       \
+        fetchBWords(k0, col0, baseB, stBw##S);                                           \
+    } else {                                                                             \
+        [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                              \
+            fetchB(ci, k0, col0, baseB, stB##S[ci], stB2##S[ci]);                        \
+        }                                                                                \
     }
 #define STORE_SET(S, slot)                                                               \
     [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
         storeA(ci, slot, stA##S[ci], stA2##S[ci]);                                       \
     }                                                                                    \
-    [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                                  \
-        storeB(ci, slot, stB##S[ci], stB2##S[ci]);                                       \
+    if (B_WORDS) {                                                                       \
+        storeBWords(slot, stBw##S);                                                      \
+    } else {                                                                             \
+        [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                              \
+            storeB(ci, slot, stB##S[ci], stB2##S[ci]);                                   \
+        }                                                                                \
     }
 
 // C = alpha * fragment + beta * C for the lM x lN fragment at (row, col).
@@ -323,7 +419,7 @@ void storeFragment(ACC_T fragment, uint row, uint col, uint baseC, uint warp)
         uint c = col + e % lN;
         if (r < p.m && c < p.n) {
             uint index = baseC + r * p.ldc + c;
-            float value = p.alpha * scratch[scratchBase + e];
+            float value = p.alpha * uintBitsToFloat(scratch[scratchBase + e]);
             if (C_TYPE == TYPE_F32) {
                 C32[index] = readC ? value + p.beta * C32[index] : value;
             } else {

@@ -987,11 +987,12 @@ runMatVec(Context& ctx,
     }
     auto spirvArray = kp::kernels::builtinSpirv(intDot ? "matvec_int_dot" : "matvec");
     try {
-        Pipeline p = ctx.pipeline(spirvArray, { &x.buffer, &w.buffer, &out }, sizeof(MatVecPush),
+        // (Binding 3, the norm's weights of MatMulParams::normA, holds x: unread.)
+        Pipeline p = ctx.pipeline(spirvArray, { &x.buffer, &w.buffer, &out, &x.buffer }, sizeof(MatVecPush),
                                   matVecSpecialization(config, variant));
         std::vector<std::vector<uint8_t>> pushes;
         for (uint32_t copy = 0; copy < copies; ++copy) {
-            MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f, 0 };
+            MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f, 0, 0.0f, 0 };
             pushes.push_back(bytesOf(push));
         }
         uint32_t groups[3] = { matVecGroups(config, rows), 1, 1 };

@@ -227,6 +227,32 @@ Context::record(Step& s)
         add(std::make_shared<kp::OpRMSNorm>(std::vector<std::shared_ptr<kp::Memory>>{ x, w.tensor, y }, p),
             label + " (OpRMSNorm)");
     };
+    // One token: the RMSNorm of the residual row inside the mat-vec that
+    // reads it (MatMulParams::normA: x normalized as the int-dot mat-vec
+    // quantizes it), one dispatch and one barrier fewer, where the device
+    // and the weights take that mode; else OpRMSNorm into `normed`, then the
+    // product. False when it did not fold.
+    auto normedLinear = [&](const DeviceWeight& norm, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
+                            const std::string& normLabel, const std::string& label) {
+        if (t == 1) {
+            kp::MatMulParams p = linearParams(w, false, 1, 0, 0, 0);
+            p.normA = true;
+            p.normEps = c.rmsEpsilon;
+            p.normOffset = norm.offset;
+            std::shared_ptr<kp::OpMatMul> fused;
+            try {
+                fused = std::make_shared<kp::OpMatMul>(
+                  std::vector<std::shared_ptr<kp::Memory>>{ mX, w.tensor, y, norm.tensor }, p);
+            } catch (const kp::Error&) {
+            }
+            if (fused) {
+                add(fused, label + " (OpMatMul, " + normLabel + " inside)");
+                return;
+            }
+        }
+        rmsNorm(mX, norm, normed, normLabel);
+        linear(normed, w, y, false, t, 0, label);
+    };
     const uint32_t q = c.headCount * c.headDim;
     const uint32_t qkv = q + 2 * kv; // mQkv's row
     // qwen2's biases [q | k | v] (one tensor, Model::place) go in with the
@@ -274,13 +300,13 @@ Context::record(Step& s)
     }
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         const Model::Layer& w = model.layers()[layer];
-        rmsNorm(mX, w.attnNorm, normed, "attn_norm");
         if (w.wq.tensor == w.wk.tensor && w.wk.tensor == w.wv.tensor) {
             // One tensor holds the three matrices (Model::place): one product.
             DeviceWeight all = w.wq;
             all.rows = qkv;
-            linear(normed, all, mQkv, false, t, 0, "attn_qkv");
+            normedLinear(w.attnNorm, all, mQkv, "attn_norm", "attn_qkv");
         } else {
+            rmsNorm(mX, w.attnNorm, normed, "attn_norm");
             linear(normed, w.wq, mQkv, false, t, 0, "attn_q", qkv, 0);
             linear(normed, w.wk, mQkv, false, t, 0, "attn_k", qkv, q);
             linear(normed, w.wv, mQkv, false, t, 0, "attn_v", qkv, q + kv);
@@ -330,14 +356,13 @@ Context::record(Step& s)
                 "attention (OpAttention)");
         }
         linear(mAttention, w.wo, mX, true, t, 0, "attn_output");
-        rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
         kp::SwiGLUParams swiglu;
         swiglu.count = t * ff;
         if (t == 1 && w.wGate.tensor == w.wUp.tensor) {
             // Decoding: gate and up rows in one mat-vec, [gate | up] in mGate.
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
-            linear(normed, gateUp, mGate, false, 1, 0, "ffn_gate_up");
+            normedLinear(w.ffnNorm, gateUp, mGate, "ffn_norm", "ffn_gate_up");
             // The down projection's mat-vec reads silu(gate) * up itself
             // (swigluA): one dispatch and one barrier fewer per layer. A
             // device without the mat-vec refuses it: the separate OpSwiGLU.
@@ -358,6 +383,7 @@ Context::record(Step& s)
                                                swiglu),
                 "swiglu (OpSwiGLU)");
         } else {
+            rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
             linear(normed, w.wGate, mGate, false, t, 0, "ffn_gate");
             linear(normed, w.wUp, mUp, false, t, 0, "ffn_up");
             add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, hidden }, swiglu),
@@ -367,7 +393,11 @@ Context::record(Step& s)
     }
 
     if (s.output != Output::eNone) {
-        rmsNorm(mX, model.outputNorm(), normed, "output_norm");
+        if (s.output != Output::eAll && t == 1) {
+            normedLinear(model.outputNorm(), model.output(), mLastLogits, "output_norm", "output");
+        } else {
+            rmsNorm(mX, model.outputNorm(), normed, "output_norm");
+        }
         if (s.output == Output::eAll) {
             if (!mAllLogits) {
                 mAllLogits = manager.tensor(static_cast<uint32_t>(uint64_t(mAllLogitsRows) * c.vocabSize), 4,
@@ -378,7 +408,9 @@ Context::record(Step& s)
                 "logits (OpSyncLocal)");
         } else {
             // Only the last token's row is computed and read back.
-            linear(normed, model.output(), mLastLogits, false, 1, uint64_t(t - 1) * d, "output");
+            if (t > 1) {
+                linear(normed, model.output(), mLastLogits, false, 1, uint64_t(t - 1) * d, "output");
+            }
             if (s.output == Output::eArgmax) {
                 kp::ReduceParams p;
                 p.op = kp::ReduceOp::eArgmax;

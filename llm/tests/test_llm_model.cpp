@@ -18,6 +18,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -348,6 +349,14 @@ referenceLogits(const ModelConfig& c, const HostWeights& w, const std::vector<ui
     return linear(h, w[c.tiedOutput ? "token_embd.weight" : "output.weight"], c.vocabSize);
 }
 
+/** A part of a temporary file's name of its own, so that test processes
+ * running side by side do not write one file. */
+std::string
+uniqueSuffix()
+{
+    return "-" + std::to_string(std::random_device{}());
+}
+
 /** Largest absolute difference over the largest reference value, over rows
  * [first, first + rows of `actual`) of `expected`. */
 double
@@ -358,6 +367,9 @@ relativeError(const std::vector<float>& actual, const Rows& expected, size_t fir
     double diff = 0, scale = 0;
     for (size_t i = 0; i < actual.size(); ++i) {
         double e = expected[first + i / vocab][i % vocab];
+        if (!std::isfinite(actual[i])) {
+            return INFINITY; // (std::max would pass a NaN over)
+        }
         diff = std::max(diff, std::abs(double(actual[i]) - e));
         scale = std::max(scale, std::abs(e));
     }
@@ -465,7 +477,7 @@ TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
 
     // Through a file: what the loader reads (architecture keys, key_length,
     // rope_freqs, biases, norms) must make the same model.
-    const std::string path = ::testing::TempDir() + "kompute-llm-arch-" + variant.name + ".gguf";
+    const std::string path = ::testing::TempDir() + "kompute-llm-arch-" + variant.name + uniqueSuffix() + ".gguf";
     kp::llm::writeRandomModel(path, c, type, kSeed);
     kp::llm::GgufFile file = kp::llm::GgufFile::open(path);
     const ModelConfig read = ModelConfig::fromGguf(file);
@@ -627,10 +639,65 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
     }
 }
 
+// Decode steps with the RMSNorms inside the int-dot mat-vecs that read them
+// (MatMulParams::normA; rows of 256 weights take the quantized-x mode, which
+// "matvec-float" makes lavapipe take too): the logits match the host
+// reference and the same steps with the norms apart ("matvec-norm" off),
+// and the profile shows each norm inside its product.
+TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
+{
+    if (!mgr().capabilities().integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no integer dot products";
+    }
+    ModelConfig c = smallConfig();
+    c.embeddingLength = 256;
+    c.feedForwardLength = 512;
+    c.headDim = 64;
+    c.ropeDims = 64;
+    c.validate();
+    for (TensorType type : { TensorType::eQ8_0, TensorType::eQ4_0 }) {
+        SCOPED_TRACE(kp::llm::toString(type));
+        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+        auto model = Model::random(mgr(), c, type, kSeed);
+        std::map<std::string, std::vector<float>> last;
+        for (const char* disabled : { "matvec-float", "matvec-float,matvec-norm" }) {
+            SCOPED_TRACE(disabled);
+            kp_test::DisablePaths disable(disabled);
+            bool folded = std::string(disabled) == "matvec-float";
+            Context context(model, ContextOptions{ 32, 512, true, 0 });
+            std::vector<float> logits;
+            std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+            context.evaluate(head, Logits::eLast, &logits);
+            for (size_t t = 5; t < kPrompt.size(); ++t) {
+                context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+                EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
+            }
+            last[disabled] = logits;
+            std::string labels;
+            for (const auto& op : context.profile()) {
+                labels += op.label + "; ";
+            }
+            for (const char* inside : { "attn_qkv (OpMatMul, attn_norm inside)", "ffn_gate_up (OpMatMul, ffn_norm inside)",
+                                        "output (OpMatMul, output_norm inside)" }) {
+                EXPECT_EQ(labels.find(inside) != std::string::npos, folded) << inside << " in " << labels;
+            }
+        }
+        const auto& a = last["matvec-float"];
+        const auto& b = last["matvec-float,matvec-norm"];
+        ASSERT_EQ(a.size(), b.size());
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+            scale = std::max(scale, std::abs(double(b[i])));
+        }
+        EXPECT_LT(diff / scale, tolerance(type));
+    }
+}
+
 TEST_F(LlmContext, AModelFileGivesWhatTheSameRandomModelGives)
 {
     const ModelConfig c = smallConfig();
-    const std::string path = ::testing::TempDir() + "kompute-llm-model-test.gguf";
+    const std::string path = ::testing::TempDir() + "kompute-llm-model-test" + uniqueSuffix() + ".gguf";
     for (const char* mixName : { "q8_0", "q4_k_m" }) {
         SCOPED_TRACE(mixName);
         auto mix = kp::llm::WeightMix::parse(mixName);

@@ -42,8 +42,8 @@ kernelPathNames()
 {
     static const std::vector<std::string> names = { "subgroup",     "matvec",      "staged",
                                                     "matvec-qx",    "matvec-float", "coopmat-nv",
-                                                    "coopmat-khr",  "attention-coopmat",
-                                                    "attention-decode-flash" };
+                                                    "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
+                                                    "attention-coopmat", "attention-decode-flash" };
     return names;
 }
 

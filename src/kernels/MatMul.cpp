@@ -2,6 +2,7 @@
 #include "kompute/kernels/MatMul.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -223,7 +224,9 @@ overrideCoopmatAhead(CoopmatConfig& config, const DeviceView& view)
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
   : KernelOp(kOp)
 {
-    Checker check(kOp, memObjects, { "A", "B", "C" });
+    Checker check(kOp, memObjects,
+                  given.normA ? std::vector<const char*>{ "A", "B", "C", "normWeights" }
+                              : std::vector<const char*>{ "A", "B", "C" });
     const auto& device = check.device();
     Memory& a = *memObjects[0];
     Memory& b = *memObjects[1];
@@ -304,6 +307,24 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                        p.gateOffsetA, "elements");
     }
 
+    uint32_t normType = 0; // MatVecVariant::norm
+    if (p.normA) {
+        if (p.m != 1 || p.transA || p.swigluA) {
+            check.fail(format("normA normalizes the one row of A of a mat-vec (m = 1, A not transposed, no swigluA): "
+                              "m = {}, transA = {}, swigluA = {}",
+                              p.m, p.transA, p.swigluA));
+        }
+        if (!(p.normEps >= 0.0f) || !std::isfinite(p.normEps)) {
+            check.fail(format("normEps must be finite and >= 0, not {}", p.normEps));
+        }
+        if (check.caps().isDisabled("matvec-norm")) {
+            check.fail("normA is turned off (KOMPUTE_ENV_DISABLE has matvec-norm)");
+        }
+        normType = 1 + static_cast<uint32_t>(check.storageType(3));
+        check.covers(3, p.normOffset, p.k, "the norm's k weights from normOffset");
+        check.offset32(p.normOffset, "normOffset");
+    }
+
     mParams = p;
 
     // --- Mat-vec: one row (or one column) of C ----------------------------------
@@ -322,9 +343,12 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                      static_cast<uint32_t>(p.strideA), static_cast<uint32_t>(p.strideB),
                      static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetA),
                      static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta,
-                     static_cast<int32_t>(int64_t(p.gateOffsetA) - int64_t(p.offsetA)) };
+                     static_cast<int32_t>(int64_t(p.gateOffsetA) - int64_t(p.offsetA)), p.normEps,
+                     static_cast<uint32_t>(p.normOffset) };
             mv.glu = p.swigluA;
-            bound = { memObjects[0], memObjects[1], memObjects[2] };
+            mv.norm = normType;
+            // (Binding 3, the norm's weights, holds A where there is no norm.)
+            bound = { memObjects[0], memObjects[1], memObjects[2], memObjects[p.normA ? 3 : 0] };
         } else { // out[i] = sum_k op(A)[i][k] * B[k][0]
             mv.x = variant.b;
             mv.w = variant.a;
@@ -332,8 +356,8 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             push = { p.m, p.k, p.transB ? 1u : p.ldb, p.lda, p.ldc,
                      static_cast<uint32_t>(p.strideB), static_cast<uint32_t>(p.strideA),
                      static_cast<uint32_t>(p.strideC), static_cast<uint32_t>(p.offsetB),
-                     static_cast<uint32_t>(p.offsetA), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta, 0 };
-            bound = { memObjects[1], memObjects[0], memObjects[2] };
+                     static_cast<uint32_t>(p.offsetA), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta, 0, 0.0f, 0 };
+            bound = { memObjects[1], memObjects[0], memObjects[2], memObjects[1] };
         }
         mv.out = variant.c;
         // Q8_0/Q4_0 take the int-dot build where the device accelerates it;
@@ -358,7 +382,25 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             overrideQxConfig(config, view, mv.w);
         }
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
-        if (matVecProblem(config, view, mv.w).empty()) {
+        std::string problem = matVecProblem(config, view, mv.w);
+        if (p.normA && problem.empty()) {
+            uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
+            if (!intDot || config.qxBlocks == 0 || mv.columnMode) {
+                check.fail(format("normA needs the int-dot mat-vec's quantized-x mode, which this product does not take "
+                                  "on '{}' ({}): Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, "
+                                  "strideB and offsetB multiples of 256 weights) on a device with integer dot "
+                                  "products, the mode not turned off by KOMPUTE_ENV_DISABLE",
+                                  view.name,
+                                  !hasQxRowMode(mv.w) ? format("B is {}", elementTypeName(mv.w))
+                                  : !wholeChunks      ? std::string("rows not of whole 16-byte chunks")
+                                  : !intDot           ? std::string("no integer dot products taken")
+                                                      : std::string("the mode is off")));
+            }
+            if (subgroups > 64) {
+                problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);
+            }
+        }
+        if (problem.empty()) {
             // Units of 16 bytes of float weights; x in 4-element loads, or 8
             // for 16-bit x beside 16-bit weights.
             uint32_t unit = mv.w == kF32 ? 4 : 8;
@@ -383,8 +425,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         }
     }
 
-    if (p.swigluA) {
-        check.fail(format("swigluA needs the mat-vec, which '{}' does not run here ({})",
+    if (p.swigluA || p.normA) {
+        check.fail(format("{} needs the mat-vec, which '{}' does not run here ({})",
+                          p.swigluA ? "swigluA" : "normA",
                           view.name,
                           caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
                           : !view.subgroupArithmetic ? "no subgroup arithmetic"

@@ -94,7 +94,7 @@ std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
     return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
-             c.qxBlocks, v.glu, c.prefetch, c.stage };
+             c.qxBlocks, v.glu, c.prefetch, c.stage, v.norm };
 }
 
 uint32_t
@@ -340,7 +340,8 @@ matVecQxSharedBytes(const MatVecConfig& c, uint32_t wType)
     // per thread (GROUP_U4 16-byte chunks).
     uint32_t groups = std::max(c.qxBlocks / 8, 1u);
     uint32_t groupChunks = wType == kQ8_0 ? 17 : wType == kQ5_K ? 11 : 9;
-    return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4 + (c.stage ? c.threads * groupChunks * 16 : 0);
+    // (+ 64 floats: the sums of squares of a normalized x, MatVecVariant::norm)
+    return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4 + 64 * 4 + (c.stage ? c.threads * groupChunks * 16 : 0);
 }
 
 bool

@@ -165,6 +165,9 @@ struct MatVecVariant
     bool columnMode = false;
     bool vecW = false, vecX = false;
     bool glu = false; // x = silu(gate) * up (MatMulParams::swigluA)
+    // x RMS-normalized as the quantized-x mode quantizes it
+    // (MatMulParams::normA): 0 none, else 1 + the norm weights' type
+    uint32_t norm = 0;
 };
 
 /** The push-constant blocks (GemmParams in MatMulParams.glsl, MatVecParams
@@ -185,6 +188,8 @@ struct MatVecPush
     uint32_t xOffset, wOffset, outOffset;
     float alpha, beta;
     int32_t xGateDelta; // MatVecVariant::glu: the gate's offset - xOffset
+    float normEps;      // MatVecVariant::norm: the RMSNorm's epsilon
+    uint32_t normOffset; // and its weights' first element
 };
 
 std::vector<uint32_t> tiledSpecialization(const TiledConfig& config, const GemmVariant& variant);

@@ -149,13 +149,19 @@ struct GemmCase
     /** A quantized B of random bytes (randomBlocks) rather than quantized
      * random values. */
     bool rawBlocks = false;
+    /** With p.normA: the type of the norm's weights (the fourth tensor,
+     * p.normOffset + k elements). */
+    Elem normType = Elem::F32;
     std::string label() const
     {
         return kp::logger::format("{}x{}x{} batch {} A {}{} B {}{} C {} alpha {} beta {} lda {} ldb {} ldc {} "
-                                  "off {}/{}/{}",
+                                  "off {}/{}/{}{}",
                                   p.m, p.n, p.k, p.batch, elemName(a), p.transA ? "^T" : "", elemName(b),
                                   p.transB ? "^T" : "", elemName(c), p.alpha, p.beta, p.lda, p.ldb, p.ldc,
-                                  p.offsetA, p.offsetB, p.offsetC);
+                                  p.offsetA, p.offsetB, p.offsetC,
+                                  p.normA ? kp::logger::format(" normA {} from {} eps {}", elemName(normType), p.normOffset,
+                                                               p.normEps)
+                                          : std::string());
     }
 };
 
@@ -206,8 +212,24 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc)
     std::vector<float> c0 = p.beta != 0 ? randomValues(nC, gc.seed + 2) : std::vector<float>(nC, NAN);
     auto c = makeOperand(mgr, gc.c, c0, cStored);
 
-    auto op = std::make_shared<kp::OpMatMul>(a, b, c, p);
-    mgr.sequence()->eval<kp::OpSyncDevice>({ a, b, c });
+    // normA: A's one row as the product sees it, RMS-normalized with the
+    // weights g (the fourth tensor).
+    std::vector<std::shared_ptr<kp::Memory>> tensors{ a, b, c };
+    if (p.normA) {
+        std::vector<float> gStored;
+        auto g = makeOperand(mgr, gc.normType, randomValues(p.normOffset + p.k, gc.seed + 3), gStored);
+        tensors.push_back(g);
+        double squares = 0;
+        for (uint32_t kk = 0; kk < p.k; ++kk) {
+            squares += double(aStored[p.offsetA + kk]) * aStored[p.offsetA + kk];
+        }
+        double inv = 1.0 / std::sqrt(squares / p.k + p.normEps);
+        for (uint32_t kk = 0; kk < p.k; ++kk) {
+            aStored[p.offsetA + kk] = static_cast<float>(aStored[p.offsetA + kk] * gStored[p.normOffset + kk] * inv);
+        }
+    }
+    auto op = std::make_shared<kp::OpMatMul>(tensors, p);
+    mgr.sequence()->eval<kp::OpSyncDevice>(tensors);
     mgr.sequence()
       ->record(op)
       ->record<kp::OpSyncLocal>({ c })

@@ -589,6 +589,84 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
+// MatMulParams::normA: the row of A RMS-normalized as the int-dot mat-vec's
+// quantized-x mode quantizes it (an LLM's RMSNorm inside the product),
+// against the norm computed on the host: every block type of the mode, f32
+// and f16 x, f32/f16/bf16 weights at an offset, k of one group of blocks,
+// of several, and (on CPUs, whose chunks of x are 64 blocks) of two chunks,
+// rows off the tile, alpha and beta (a residual added to); then what is
+// refused, naming why.
+TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
+{
+    if (!mgr().capabilities().integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no integer dot products";
+    }
+    {
+        DisablePaths disable("matvec-float");
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K }) {
+            for (Elem a : { Elem::F32, Elem::F16 }) {
+                for (Elem g : { Elem::F32, Elem::F16, Elem::BF16 }) {
+                    if (g == Elem::BF16 && a == Elem::F16) {
+                        continue;
+                    }
+                    for (const auto& s : std::vector<std::array<uint32_t, 3>>{
+                           { 1, 37, 256 }, { 1, 300, 768 }, { 1, 45, 2304 } }) {
+                        GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, Elem::F32 };
+                        gc.p.normA = true;
+                        gc.p.normOffset = 5;
+                        gc.p.normEps = s[2] == 768 ? 0.5f : 1e-5f;
+                        gc.p.offsetA = 8;
+                        if (s[1] == 300) {
+                            gc.p.alpha = 0.5f;
+                            gc.p.beta = 1.0f;
+                        }
+                        gc.normType = g;
+                        gc.seed = s[1] + s[2] + static_cast<uint32_t>(g);
+                        EXPECT_EQ(runGemmCase(mgr(), gc), "matvec-int-dot");
+                    }
+                }
+            }
+        }
+    }
+    auto floats = [&](uint32_t n) { return mgr().tensor(std::vector<float>(n, 1.0f)); };
+    auto blocks = [&](uint32_t n, uint32_t k) {
+        auto bytes = kp::quantize(kp::WeightFormat::eQ8_0, std::vector<float>(size_t(n) * k, 0.5f).data(), size_t(n) * k);
+        return mgr().tensor(bytes.data(), static_cast<uint32_t>(bytes.size()), 1, DataTypes::eUnsignedChar);
+    };
+    auto x = floats(2 * 256), c = floats(8), norm = floats(256);
+    auto w = blocks(8, 256);
+    auto p = shape(1, 8, 256, false, true);
+    p.formatB = kp::WeightFormat::eQ8_0;
+    p.normA = true;
+    using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c }, p); }, { "needs 4 tensors {A, B, C, normWeights}" }));
+    auto two = p;
+    two.m = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, floats(16), norm }, two); },
+                           { "normA normalizes the one row of A of a mat-vec", "m = 2" }));
+    auto shifted = p;
+    shifted.normOffset = 1;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, shifted); }, { "normWeights" }));
+    auto badEps = p;
+    badEps.normEps = -1.0f;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, badEps); }, { "normEps must be finite" }));
+    auto f16Weights = p;
+    f16Weights.formatB = kp::WeightFormat::eNone;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, floats(8 * 256), c, norm }, f16Weights); },
+                           { "normA needs the int-dot mat-vec's quantized-x mode", "B is f32" }));
+    {
+        DisablePaths off("matvec-norm,matvec-float");
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); }, { "KOMPUTE_ENV_DISABLE has matvec-norm" }));
+    }
+    {
+        DisablePaths off("matvec-qx,matvec-float");
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); },
+                               { "normA needs the int-dot mat-vec's quantized-x mode" }));
+    }
+    DisablePaths off("matvec");
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); }, { "normA needs the mat-vec" }));
+}
+
 // --- Bad input: clear errors before anything is recorded ----------------------
 
 TEST_F(MatMul, RejectsBadInputWithClearErrors)

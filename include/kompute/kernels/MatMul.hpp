@@ -67,6 +67,21 @@ struct MatMulParams
     bool swigluA = false;
     /** With swigluA: first element of the gate vector in A. */
     uint64_t gateOffsetA = 0;
+    /** Ours: the row of A is RMS-normalized as the product reads it,
+     * a[k] * w[k] / sqrt(mean(a^2) + normEps), w the fourth tensor of the
+     * operation (eFloat, eHalf or eBFloat16; from element normOffset): an
+     * LLM's RMSNorm inside the product that reads it, one dispatch fewer.
+     * For m = 1 without transA or swigluA where the int-dot mat-vec takes
+     * its quantized-x mode (path "matvec-int-dot" with Q8_0, Q4_0, Q4_K or
+     * Q5_K rows of whole 16-byte chunks, see OpMatMul), which quantizes x
+     * once per workgroup and sums its squares on the way; anything else is
+     * refused (record OpRMSNorm and the product instead). */
+    bool normA = false;
+    /** With normA: the norm's epsilon and its weights' first element. */
+    ///@{
+    float normEps = 1e-5f;
+    uint64_t normOffset = 0;
+    ///@}
 };
 
 /**
@@ -106,7 +121,8 @@ class OpMatMul : public KernelOp
              std::shared_ptr<Tensor> b,
              std::shared_ptr<Tensor> c,
              const MatMulParams& params);
-    /** The form Sequence::record<OpMatMul>({a, b, c}, params) builds. */
+    /** The form Sequence::record<OpMatMul>({a, b, c}, params) builds;
+     * with params.normA the tensors are {a, b, c, normWeights}. */
     OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& params);
     ~OpMatMul() override;
 

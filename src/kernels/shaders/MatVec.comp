@@ -49,6 +49,13 @@ layout(constant_id = 13) const uint QX_PREFETCH = 0;
 // weights loaded coalesced and handed to their threads through shared
 // memory (qxStagedRows).
 layout(constant_id = 14) const uint QX_STAGE = 0;
+// qxRowMode only: x RMS-normalized as it is quantized, x[k] * g[k] /
+// sqrt(mean(x^2) + normEps), g the norm's weights at binding 3 from
+// element normOffset (an LLM's RMSNorm inside the product that reads it:
+// MatMulParams::normA). 0: none; else 1 + g's element type. The weights
+// scale x before it is quantized; 1 / rms, a factor of the whole row,
+// scales each output.
+layout(constant_id = 15) const uint NORM_X = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -58,6 +65,8 @@ layout(push_constant) uniform MatVecParams
     uint xOffset, wOffset, outOffset;
     float alpha, beta;
     int xGateDelta;
+    float normEps;
+    uint normOffset;
 }
 p;
 
@@ -65,8 +74,11 @@ OPERAND_VIEWS(0, X)
 OPERAND_VIEWS(1, W)
 layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
 layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
+// The norm's weights (NORM_X; without it the host binds A here, unread).
+OPERAND_VIEWS(3, G)
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
+FLOAT_OPERAND_LOADS(G)
 #define QUANT_VIEW W16
 #define QUANT_VIEW32 W32
 #include "QuantBlocks.glsl"
@@ -701,8 +713,10 @@ const uint QS_GROUP_STRIDE = 9u;
 shared uvec4 qx[QX_BLOCKS != 0 ? QX_GROUPS * QX_GROUP_STRIDE : 1u];
 shared vec2 qxScale[QX_BLOCKS != 0 ? QX_GROUPS * QS_GROUP_STRIDE : 1u];
 
-// Quantizes x block `block` (of the row) into slot `slot` of the chunk.
-void quantizeXBlock(uint xBase, uint block, uint slot)
+// Quantizes x block `block` (of the row) into slot `slot` of the chunk;
+// with NORM_X, x times the norm's weights, and returns the sum of the
+// squares of x (0 without).
+float quantizeXBlock(uint xBase, uint block, uint slot)
 {
     vec4 v[8];
     uint k0 = block * 32u;
@@ -712,6 +726,15 @@ void quantizeXBlock(uint xBase, uint block, uint slot)
         } else {
             for (uint i = 0; i < 4u; ++i) {
                 v[j][i] = xAt(xBase, k0 + 4u * j + i);
+            }
+        }
+    }
+    float squares = 0.0;
+    if (NORM_X != 0) {
+        [[unroll]] for (uint j = 0; j < 8u; ++j) {
+            squares += dot(v[j], v[j]);
+            for (uint i = 0; i < 4u; ++i) {
+                v[j][i] *= GLoad(NORM_X - 1u, p.normOffset + k0 + 4u * j + i);
             }
         }
     }
@@ -735,6 +758,27 @@ void quantizeXBlock(uint xBase, uint block, uint slot)
     // Q8_0 has none).
     float offset = W_TYPE == TYPE_Q4_0 ? 8.0 : (W_TYPE == TYPE_Q8_0 ? 0.0 : 1.0);
     qxScale[g * QS_GROUP_STRIDE + i] = vec2(scale, offset * scale * float(sum));
+    return squares;
+}
+
+// NORM_X: 1 / rms of x from each thread's sum of squares (over the blocks
+// it quantized); 1 without. In workgroup-uniform control flow (a barrier).
+shared float normSquares[64];
+float inverseRms(float squares)
+{
+    if (NORM_X == 0) {
+        return 1.0;
+    }
+    float s = subgroupAdd(squares);
+    if (subgroupElect()) {
+        normSquares[gl_SubgroupID] = s;
+    }
+    barrier();
+    float total = 0.0;
+    for (uint g = 0; g < gl_NumSubgroups; ++g) {
+        total += normSquares[g];
+    }
+    return inversesqrt(total / float(p.k) + p.normEps);
 }
 
 // Word `at` (a byte offset, even) of a group held as 16-byte chunks: two
@@ -900,10 +944,12 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
     uvec4 raw[GROUP_U4];
     // The first round's loads are in flight while x is quantized.
     loadRound(rowChunk(wBase, row), row < p.rows, 0u, lane, TPR, groups, raw);
+    float squares = 0.0;
     for (uint b = gl_LocalInvocationID.x; b < groups * 8u; b += WG) {
-        quantizeXBlock(xBase, b, b);
+        squares += quantizeXBlock(xBase, b, b);
     }
     barrier();
+    float invRms = inverseRms(squares);
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
         uint rowU4 = rowChunk(wBase, row);
@@ -939,7 +985,7 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
         }
         float sum = qxRowSum(acc, TPR);
         if (lane == 0u && live) {
-            writeOut(outBase + row * p.outStride, sum);
+            writeOut(outBase + row * p.outStride, sum * invRms);
         }
     }
 }
@@ -973,15 +1019,18 @@ void qxRowMode()
         return;
     }
     uvec4 w[GROUP_U4];
+    float invRms = 1.0;
     if (xWhole) {
         // The first tile's first group is in flight while x is quantized.
         if (row < p.rows && lane < groups) {
             loadGroup(rowChunk(wBase, row), lane, w);
         }
+        float squares = 0.0;
         for (uint b = tid; b < groups * 8u; b += WG) {
-            quantizeXBlock(xBase, b, b);
+            squares += quantizeXBlock(xBase, b, b);
         }
         barrier();
+        invRms = inverseRms(squares);
     }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
@@ -1016,6 +1065,7 @@ void qxRowMode()
                 }
             }
         } else {
+            float squares = 0.0; // of the whole row, over its chunks
             for (uint c0 = 0; c0 < groups; c0 += QX_GROUPS) {
                 uint chunkGroups = min(QX_GROUPS, groups - c0);
                 // The first group's loads are in flight while x is quantized.
@@ -1025,7 +1075,7 @@ void qxRowMode()
                 }
                 barrier(); // the previous chunk is consumed
                 for (uint b = tid; b < chunkGroups * 8u; b += WG) {
-                    quantizeXBlock(xBase, c0 * 8u + b, b);
+                    squares += quantizeXBlock(xBase, c0 * 8u + b, b);
                 }
                 barrier();
                 while (live && g < chunkGroups) {
@@ -1036,10 +1086,13 @@ void qxRowMode()
                     }
                 }
             }
+            // (The next tile's first chunk is stored after a barrier: every
+            // thread has read normSquares by then.)
+            invRms = inverseRms(squares);
         }
         float sum = qxRowSum(acc, TPR);
         if (lane == 0u && live) {
-            writeOut(outBase + row * p.outStride, sum);
+            writeOut(outBase + row * p.outStride, sum * invRms);
         }
     }
 }

@@ -320,7 +320,8 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         if (check.caps().isDisabled("matvec-norm")) {
             check.fail("normA is turned off (KOMPUTE_ENV_DISABLE has matvec-norm)");
         }
-        normType = 1 + static_cast<uint32_t>(check.storageType(3));
+        // (+ 4: weights from a multiple of 4 elements, loaded 4 at a time)
+        normType = 1 + static_cast<uint32_t>(check.storageType(3)) + (p.normOffset % 4 == 0 ? 4 : 0);
         check.covers(3, p.normOffset, p.k, "the norm's k weights from normOffset");
         check.offset32(p.normOffset, "normOffset");
     }

@@ -166,7 +166,8 @@ struct MatVecVariant
     bool vecW = false, vecX = false;
     bool glu = false; // x = silu(gate) * up (MatMulParams::swigluA)
     // x RMS-normalized as the quantized-x mode quantizes it
-    // (MatMulParams::normA): 0 none, else 1 + the norm weights' type
+    // (MatMulParams::normA): 0 none, else 1 + the norm weights' type, + 4
+    // where their offset is a multiple of 4 (vector loads)
     uint32_t norm = 0;
 };
 

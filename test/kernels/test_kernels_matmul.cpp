@@ -303,9 +303,9 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
 // disabled ("coopmat-quant-words": B a chunk of 8 weights per thread):
 // 512 x 3170 makes 100 tiles of 128 x 128 with a partial last column of
 // tiles (rows of B past n are zeros), which a GPU of up to 133
-// multiprocessors takes 64 deep; k of 1 and 5 tiles; B at an offset of 64
-// weights with rows 64 apart beyond k; k = 288 (4.5 tiles) and an offset of
-// 32 take the chunks.
+// multiprocessors takes 64 deep; k of 1 and 3 tiles; B at an offset of 64
+// weights with rows 128 apart, alpha and beta; k = 96 (1.5 tiles) and an
+// offset of 32 take the chunks. (f16 A: f32 A changes only A's staging.)
 TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
 {
     const auto& cm = mgr().capabilities().cooperativeMatrix;
@@ -321,23 +321,21 @@ TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
             std::string disabled = std::string(nv ? "coopmat-khr," : "") + words;
             SCOPED_TRACE(std::string(path) + " disabled: " + disabled);
             DisablePaths disable(disabled.c_str());
-            for (Elem a : { Elem::F16, Elem::F32 }) {
-                for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
-                    for (const auto& s : std::vector<std::array<uint32_t, 3>>{
-                           { 512, 3170, 64 }, { 512, 3170, 320 }, { 512, 3200, 288 } }) {
-                        GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, Elem::F32 };
-                        gc.seed = s[1] + s[2];
-                        EXPECT_EQ(runGemmCase(mgr(), gc), path);
-                    }
-                    for (uint32_t offset : { 64u, 32u }) {
-                        GemmCase gc{ shape(512, 3200, 128, false, true), a, b, Elem::F32 };
-                        gc.p.ldb = 256;
-                        gc.p.offsetB = offset;
-                        gc.p.alpha = 0.5f;
-                        gc.p.beta = 1.0f;
-                        gc.seed = offset;
-                        EXPECT_EQ(runGemmCase(mgr(), gc), path);
-                    }
+            for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
+                for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 512, 3170, 64 }, { 512, 3170, 192 },
+                                                                           { 512, 3200, 96 } }) {
+                    GemmCase gc{ shape(s[0], s[1], s[2], false, true), Elem::F16, b, Elem::F32 };
+                    gc.seed = s[1] + s[2];
+                    EXPECT_EQ(runGemmCase(mgr(), gc), path);
+                }
+                for (uint32_t offset : { 64u, 32u }) {
+                    GemmCase gc{ shape(512, 3200, 64, false, true), Elem::F16, b, Elem::F32 };
+                    gc.p.ldb = 128;
+                    gc.p.offsetB = offset;
+                    gc.p.alpha = 0.5f;
+                    gc.p.beta = 1.0f;
+                    gc.seed = offset;
+                    EXPECT_EQ(runGemmCase(mgr(), gc), path);
                 }
             }
         }
@@ -592,7 +590,8 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
 // MatMulParams::normA: the row of A RMS-normalized as the int-dot mat-vec's
 // quantized-x mode quantizes it (an LLM's RMSNorm inside the product),
 // against the norm computed on the host: every block type of the mode, f32
-// and f16 x, f32/f16/bf16 weights at an offset, k of one group of blocks,
+// and f16 x, f32/f16/bf16 weights at an offset (odd, and a multiple of 4),
+// k of one group of blocks,
 // of several, and (on CPUs, whose chunks of x are 64 blocks) of two chunks,
 // rows off the tile, alpha and beta (a residual added to); then what is
 // refused, naming why.
@@ -613,7 +612,7 @@ TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
                            { 1, 37, 256 }, { 1, 300, 768 }, { 1, 45, 2304 } }) {
                         GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, Elem::F32 };
                         gc.p.normA = true;
-                        gc.p.normOffset = 5;
+                        gc.p.normOffset = s[2] == 256 ? 5 : 8; // scalar and 4-wide loads of the weights
                         gc.p.normEps = s[2] == 768 ? 0.5f : 1e-5f;
                         gc.p.offsetA = 8;
                         if (s[1] == 300) {

@@ -54,8 +54,11 @@ layout(constant_id = 14) const uint QX_STAGE = 0;
 // element normOffset (an LLM's RMSNorm inside the product that reads it:
 // MatMulParams::normA). 0: none; else 1 + g's element type. The weights
 // scale x before it is quantized; 1 / rms, a factor of the whole row,
-// scales each output.
+// scales each output. NORM_X = 1 + g's element type, + 4 where normOffset
+// is a multiple of 4 (4-element loads of g).
 layout(constant_id = 15) const uint NORM_X = 0;
+const uint NORM_TYPE = (NORM_X + 3u) & 3u;
+const bool NORM_VEC = NORM_X > 4u;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -733,8 +736,13 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
     if (NORM_X != 0) {
         [[unroll]] for (uint j = 0; j < 8u; ++j) {
             squares += dot(v[j], v[j]);
-            for (uint i = 0; i < 4u; ++i) {
-                v[j][i] *= GLoad(NORM_X - 1u, p.normOffset + k0 + 4u * j + i);
+            uint e = p.normOffset + k0 + 4u * j;
+            if (NORM_VEC) {
+                v[j] *= GLoad4(NORM_TYPE, e);
+            } else {
+                for (uint i = 0; i < 4u; ++i) {
+                    v[j][i] *= GLoad(NORM_TYPE, e + i);
+                }
             }
         }
     }
@@ -761,19 +769,24 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
     return squares;
 }
 
-// NORM_X: 1 / rms of x from each thread's sum of squares (over the blocks
-// it quantized); 1 without. In workgroup-uniform control flow (a barrier).
+// NORM_X: each subgroup's sum of the squares of x (the blocks its threads
+// quantized), shared before the barrier that ends the quantization of x;
+// after it, 1 / rms of x (1 without NORM_X).
 shared float normSquares[64];
-float inverseRms(float squares)
+void shareSquares(float squares)
+{
+    if (NORM_X != 0) {
+        float s = subgroupAdd(squares);
+        if (subgroupElect()) {
+            normSquares[gl_SubgroupID] = s;
+        }
+    }
+}
+float inverseRms()
 {
     if (NORM_X == 0) {
         return 1.0;
     }
-    float s = subgroupAdd(squares);
-    if (subgroupElect()) {
-        normSquares[gl_SubgroupID] = s;
-    }
-    barrier();
     float total = 0.0;
     for (uint g = 0; g < gl_NumSubgroups; ++g) {
         total += normSquares[g];
@@ -948,8 +961,9 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
     for (uint b = gl_LocalInvocationID.x; b < groups * 8u; b += WG) {
         squares += quantizeXBlock(xBase, b, b);
     }
+    shareSquares(squares);
     barrier();
-    float invRms = inverseRms(squares);
+    float invRms = inverseRms();
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
         uint rowU4 = rowChunk(wBase, row);
@@ -1029,8 +1043,9 @@ void qxRowMode()
         for (uint b = tid; b < groups * 8u; b += WG) {
             squares += quantizeXBlock(xBase, b, b);
         }
+        shareSquares(squares);
         barrier();
-        invRms = inverseRms(squares);
+        invRms = inverseRms();
     }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
@@ -1077,7 +1092,16 @@ void qxRowMode()
                 for (uint b = tid; b < chunkGroups * 8u; b += WG) {
                     squares += quantizeXBlock(xBase, c0 * 8u + b, b);
                 }
+                bool lastChunk = c0 + QX_GROUPS >= groups;
+                if (lastChunk) {
+                    shareSquares(squares);
+                }
                 barrier();
+                if (lastChunk) {
+                    // (Read before the next tile's last chunk stores them:
+                    // its first chunk's barrier comes between.)
+                    invRms = inverseRms();
+                }
                 while (live && g < chunkGroups) {
                     acc += qxGroupDot(w, g);
                     g += TPR;
@@ -1086,9 +1110,6 @@ void qxRowMode()
                     }
                 }
             }
-            // (The next tile's first chunk is stored after a barrier: every
-            // thread has read normSquares by then.)
-            invRms = inverseRms(squares);
         }
         float sum = qxRowSum(acc, TPR);
         if (lane == 0u && live) {

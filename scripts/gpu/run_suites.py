@@ -252,14 +252,21 @@ def main():
     if only:
         binaries = [b for b in binaries if b.name in only]
         suites = [s for s in suites if s.name in only or s.stem in only]
-    # The slowest first, so that the run ends soon after its longest part.
-    slow_first = ["test_tensor", "test_kernels_matmul", "test_lifetime", "test_image"]
-    binaries.sort(key=lambda b: (b.name not in slow_first, b.name))
+    # The slowest binaries first, before the pytest files, so that the run
+    # ends soon after its longest part (started after the pytest files, they
+    # were what a call's time limit cut off).
+    slow_first = ["test_kernels_matmul", "test_tensor", "test_lifetime", "test_image", "test_kernels_quant",
+                  "test_kernels_attention", "test_kernels_rows", "test_llm_model"]
+    binaries.sort(key=lambda b: (b.name not in slow_first, slow_first.index(b.name) if b.name in slow_first else 0,
+                                 b.name))
+    slow = [b for b in binaries if b.name in slow_first]
+    binaries = [b for b in binaries if b.name not in slow_first]
 
     results = Results(args.out, args.tag)
     (args.out / f"{args.tag}-failed.log").write_text("")
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        work = [pool.submit(run_pytest_file, s, args, results, logs) for s in suites]
+        work = [pool.submit(run_binary, b, args, results, logs) for b in slow]
+        work += [pool.submit(run_pytest_file, s, args, results, logs) for s in suites]
         work += [pool.submit(run_binary, b, args, results, logs) for b in binaries]
         for future in concurrent.futures.as_completed(work):
             future.result()

@@ -269,11 +269,22 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
         }
         DisablePaths disable(disabled);
         std::string path = disabled ? "coopmat-nv" : "coopmat-khr";
-        for (const char* ahead : { "1", "2", "3", "4" }) {
+        // (1, 2 and 4 tiles on the NV form, 1 on the KHR form, which the
+        // same module becomes; beyond 1 tile, the raw f32 A and Q4_0 B
+        // stagings: the driver compiles each variant for seconds, and every
+        // count on both forms took 90 s and more under the validation layer
+        // on an H100; 3 of each form took 64 s, all passing.)
+        for (const char* ahead : { "1", "2", "4" }) {
+            if (!disabled && std::string(ahead) != "1") {
+                continue;
+            }
             SCOPED_TRACE(std::string(ahead) + " " + path);
             ScopedEnv tuning("KOMPUTE_ENV_COOPMAT_AHEAD", ahead);
             for (const auto& [a, b] : std::vector<std::pair<Elem, Elem>>{
                    { Elem::F16, Elem::F16 }, { Elem::F32, Elem::F16 }, { Elem::F32, Elem::Q8_0 }, { Elem::F16, Elem::Q4_0 } }) {
+                if (std::string(ahead) != "1" && !(a == Elem::F32 && b == Elem::F16) && b != Elem::Q4_0) {
+                    continue;
+                }
                 bool quant = isQuant(b);
                 for (const auto& s : std::vector<std::array<uint32_t, 3>>{
                        { 130, 70, 224 }, { 33, 260, 416 }, { 64, 64, 40 }, { 512, 3200, 160 } }) {
@@ -300,7 +311,8 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
 // Q8_0 and Q4_0 B loaded as words (CoopmatConfig::quantWords: 64-deep
 // tiles, k, ldb and the offset multiples of 64 weights), on each
 // cooperative-matrix path the device has, and the same products with it
-// disabled ("coopmat-quant-words": B a chunk of 8 weights per thread):
+// disabled on the NV form ("coopmat-quant-words": B a chunk of 8 weights
+// per thread; each variant costs the driver seconds to compile):
 // 512 x 3170 makes 100 tiles of 128 x 128 with a partial last column of
 // tiles (rows of B past n are zeros), which a GPU of up to 133
 // multiprocessors takes 64 deep; k of 1 and 3 tiles; B at an offset of 64
@@ -318,17 +330,27 @@ TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
             continue;
         }
         for (const char* words : { "", "coopmat-quant-words" }) {
+            bool chunks = *words != 0;
+            if (chunks && !nv) {
+                continue;
+            }
             std::string disabled = std::string(nv ? "coopmat-khr," : "") + words;
             SCOPED_TRACE(std::string(path) + " disabled: " + disabled);
             DisablePaths disable(disabled.c_str());
             for (Elem b : { Elem::Q8_0, Elem::Q4_0 }) {
                 for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 512, 3170, 64 }, { 512, 3170, 192 },
                                                                            { 512, 3200, 96 } }) {
+                    if (chunks && s[2] != 192) {
+                        continue;
+                    }
                     GemmCase gc{ shape(s[0], s[1], s[2], false, true), Elem::F16, b, Elem::F32 };
                     gc.seed = s[1] + s[2];
                     EXPECT_EQ(runGemmCase(mgr(), gc), path);
                 }
                 for (uint32_t offset : { 64u, 32u }) {
+                    if (chunks) {
+                        continue;
+                    }
                     GemmCase gc{ shape(512, 3200, 64, false, true), Elem::F16, b, Elem::F32 };
                     gc.p.ldb = 128;
                     gc.p.offsetB = offset;

@@ -643,7 +643,8 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
 // (MatMulParams::normA; rows of 256 weights take the quantized-x mode, which
 // "matvec-float" makes lavapipe take too): the logits match the host
 // reference and the same steps with the norms apart ("matvec-norm" off),
-// and the profile shows each norm inside its product.
+// and the profile shows each norm inside its product (and the prompt step
+// gate and up as one product).
 TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
 {
     if (!mgr().capabilities().integerDotProduct.supported) {
@@ -668,6 +669,14 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
             context.evaluate(head, Logits::eLast, &logits);
+            // (The profile is the last evaluation's.) The prompt step: gate
+            // and up in one product, SwiGLU over the halves of its rows.
+            std::string promptLabels;
+            for (const auto& op : context.profile()) {
+                promptLabels += op.label + "; ";
+            }
+            EXPECT_NE(promptLabels.find("ffn_gate_up (OpMatMul); "), std::string::npos) << promptLabels;
+            EXPECT_EQ(promptLabels.find("ffn_up (OpMatMul)"), std::string::npos) << promptLabels;
             for (size_t t = 5; t < kPrompt.size(); ++t) {
                 context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
                 EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;

@@ -147,16 +147,22 @@ bindElementwise(nb::module_& m)
     nb::class_<OpSwiGLU, KernelOp>(m,
                                    "OpSwiGLU",
                                    "y[i] = silu(gate[i]) * up[i] (Llama's gated feed-forward); gate and up "
-                                   "of one float type, y of any.")
+                                   "of one float type, y of any. With cols, count is rows of cols elements, each "
+                                   "operand's rows its row stride apart (0: cols): gate and up can be the two "
+                                   "halves of each row of one product.")
       .def(
         "__init__",
         [](OpSwiGLU* self, const MemoryList& tensors, uint32_t count, uint64_t gateOffset, uint64_t upOffset,
-           uint64_t yOffset) {
+           uint64_t yOffset, uint32_t cols, uint32_t gateRowStride, uint32_t upRowStride, uint32_t yRowStride) {
             SwiGLUParams p;
             p.count = count;
             p.gateOffset = gateOffset;
             p.upOffset = upOffset;
             p.yOffset = yOffset;
+            p.cols = cols;
+            p.gateRowStride = gateRowStride;
+            p.upRowStride = upRowStride;
+            p.yRowStride = yRowStride;
             construct(self, tensors, p);
         },
         "tensors"_a,
@@ -165,8 +171,12 @@ bindElementwise(nb::module_& m)
         "gate_offset"_a = 0,
         "up_offset"_a = 0,
         "y_offset"_a = 0,
+        "cols"_a = 0,
+        "gate_row_stride"_a = 0,
+        "up_row_stride"_a = 0,
+        "y_row_stride"_a = 0,
         keepGil,
-        "tensors: [gate, up, y]. count = 0: all of y from y_offset.");
+        "tensors: [gate, up, y]. count = 0: all of y from y_offset (without cols).");
 }
 
 void

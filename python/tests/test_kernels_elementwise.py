@@ -89,6 +89,30 @@ def test_fma_and_swiglu(mgr, dtype):
     assert_near(floats_of(y), round_to(dtype, expected), TOLERANCE[dtype], floor=1e-2)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_swiglu_over_the_halves_of_rows(mgr, dtype):
+    """gate and up as the two halves of each row of one [rows][2 cols] tensor
+    (cols=, row strides), y packed, then strided."""
+    rng = np.random.default_rng(5)
+    rows, cols = 9, 40
+    both_v = round_to(dtype, rng.uniform(-3, 3, (rows, 2 * cols)))
+    both = tensor_of(mgr, dtype, both_v.ravel())
+    gate, up = both_v[:, :cols].astype(np.float64), both_v[:, cols:]
+    expected = (gate / (1 + np.exp(-gate)) * up).ravel()
+    y = tensor_of(mgr, np.float32, np.zeros(rows * cols))
+    run(mgr, [both], kp.OpSwiGLU([both, both, y], count=rows * cols, cols=cols, up_offset=cols,
+                                 gate_row_stride=2 * cols, up_row_stride=2 * cols), [y])
+    assert_near(floats_of(y), expected, TOLERANCE[dtype], floor=1e-2)
+    wide = tensor_of(mgr, np.float32, np.full(rows * 2 * cols, -1.0))
+    run(mgr, [], kp.OpSwiGLU([both, both, wide], count=rows * cols, cols=cols, up_offset=cols,
+                             gate_row_stride=2 * cols, up_row_stride=2 * cols, y_row_stride=2 * cols), [wide])
+    got = floats_of(wide).reshape(rows, 2 * cols)
+    assert_near(got[:, :cols].ravel(), expected, TOLERANCE[dtype], floor=1e-2)
+    assert np.all(got[:, cols:] == -1.0)
+    with pytest.raises(kp.Error, match="is not whole rows of cols"):
+        kp.OpSwiGLU([both, both, y], count=rows * cols - 1, cols=cols)
+
+
 @pytest.mark.parametrize("dtype,y_dtype", TYPE_PAIRS)
 def test_binary_fma_and_swiglu_into_another_dtype(mgr, dtype, y_dtype):
     rng = np.random.default_rng(4)

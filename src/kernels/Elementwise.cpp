@@ -52,7 +52,18 @@ broadcastCount(const Checker& check, uint32_t given, uint32_t count, const char*
 struct ElementwisePush
 {
     uint32_t count, bCount, cCount, aOffset, bOffset, cOffset, yOffset;
+    // Rows of cols elements (cols = count: one row), a, b and y's rows
+    // aStride, bStride and yStride apart (Binary.comp; OpSwiGLU's rows).
+    uint32_t cols, aStride, bStride, yStride;
 };
+
+/** Elements an operand's `count` elements span in rows of `cols`, `stride`
+ * apart. */
+uint64_t
+rowsExtent(uint32_t count, uint32_t cols, uint32_t stride)
+{
+    return count <= cols ? count : uint64_t(count / cols - 1) * stride + cols;
+}
 
 } // namespace
 
@@ -103,14 +114,21 @@ binaryAlgorithm(const Checker& check,
         check.sameDataType(0, i);
     }
     auto yType = check.storageType(out);
-    check.covers(0, push.aOffset, push.count, format("count = {}", push.count));
-    check.covers(1, push.bOffset, push.bCount, format("{} elements", push.bCount));
+    // (Rows: only where b is not broadcast, bCount = count.)
+    uint64_t aExtent = rowsExtent(push.count, push.cols, push.aStride);
+    uint64_t bExtent = push.bCount == push.count ? rowsExtent(push.count, push.cols, push.bStride) : push.bCount;
+    uint64_t yExtent = rowsExtent(push.count, push.cols, push.yStride);
+    std::string rows = push.cols < push.count ? format(" in rows of {}", push.cols) : std::string();
+    check.covers(0, push.aOffset, aExtent, format("count = {}{}", push.count, rows));
+    check.covers(1, push.bOffset, bExtent, format("{} elements{}", push.bCount, rows));
     if (ternary) {
         check.covers(2, push.cOffset, push.cCount, format("{} elements", push.cCount));
     }
-    check.covers(out, push.yOffset, push.count, format("count = {}", push.count));
-    check.aliasing(0, push.aOffset, push.count, out, push.yOffset, push.count);
-    check.aliasing(1, push.bOffset, push.bCount, out, push.yOffset, push.count, push.bCount == push.count);
+    check.covers(out, push.yOffset, yExtent, format("count = {}{}", push.count, rows));
+    // In place only element for element: the same range and row stride.
+    check.aliasing(0, push.aOffset, aExtent, out, push.yOffset, yExtent, push.aStride == push.yStride);
+    check.aliasing(1, push.bOffset, bExtent, out, push.yOffset, yExtent,
+                   push.bCount == push.count && push.bStride == push.yStride);
     if (ternary) {
         check.aliasing(2, push.cOffset, push.cCount, out, push.yOffset, push.count, push.cCount == push.count);
     }
@@ -141,7 +159,11 @@ OpBinary::OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const Bi
                           check.offset32(params.aOffset, "aOffset"),
                           check.offset32(params.bOffset, "bOffset"),
                           0,
-                          check.offset32(params.yOffset, "yOffset") };
+                          check.offset32(params.yOffset, "yOffset"),
+                          count,
+                          count,
+                          count,
+                          count };
     addDispatch(binaryAlgorithm(check, "OpBinary", tensors, op, push, false));
     setPath("element-wise");
 }
@@ -150,14 +172,30 @@ OpSwiGLU::OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const Sw
   : KernelOp("OpSwiGLU")
 {
     Checker check("OpSwiGLU", tensors, { "gate", "up", "y" });
+    uint32_t cols = params.cols;
+    check.require(cols != 0 || (params.gateRowStride == 0 && params.upRowStride == 0 && params.yRowStride == 0),
+                  "row strides need cols (the elements of a row)");
+    check.require(cols == 0 || params.count != 0, "with cols, count must be given (rows x cols)");
     uint32_t count = elementCount(check, params.count, params.yOffset, 2);
+    check.require(cols == 0 || count % cols == 0,
+                  format("count = {} is not whole rows of cols = {}", count, cols));
+    auto stride = [&](uint32_t given, const char* name) {
+        uint32_t s = cols == 0 ? count : (given == 0 ? cols : given);
+        check.require(s >= (cols == 0 ? count : cols),
+                      format("{} = {} is shorter than a row (cols = {}): rows would overlap", name, given, cols));
+        return s;
+    };
     ElementwisePush push{ count,
                           count,
                           0,
                           check.offset32(params.gateOffset, "gateOffset"),
                           check.offset32(params.upOffset, "upOffset"),
                           0,
-                          check.offset32(params.yOffset, "yOffset") };
+                          check.offset32(params.yOffset, "yOffset"),
+                          cols == 0 ? count : cols,
+                          stride(params.gateRowStride, "gateRowStride"),
+                          stride(params.upRowStride, "upRowStride"),
+                          stride(params.yRowStride, "yRowStride") };
     addDispatch(binaryAlgorithm(check, "OpSwiGLU", tensors, kSwiGLUCode, push, false));
     setPath("element-wise");
 }
@@ -173,7 +211,11 @@ OpFma::OpFma(const std::vector<std::shared_ptr<Memory>>& tensors, const FmaParam
                           check.offset32(params.aOffset, "aOffset"),
                           check.offset32(params.bOffset, "bOffset"),
                           check.offset32(params.cOffset, "cOffset"),
-                          check.offset32(params.yOffset, "yOffset") };
+                          check.offset32(params.yOffset, "yOffset"),
+                          count,
+                          count,
+                          count,
+                          count };
     addDispatch(binaryAlgorithm(check, "OpFma", tensors, 0, push, true));
     setPath("element-wise");
 }

@@ -233,6 +233,90 @@ TEST_F(ElementwiseTest, FmaAndSwiGLUOverEveryType)
     }
 }
 
+// OpSwiGLU over rows (SwiGLUParams::cols): gate and up the two halves of
+// each row of one [rows][2 cols] tensor (an LLM's gate and up projections as
+// one product), y packed or strided and of another type. (In place over the
+// gate halves, y's rows would interleave with up's: refused as an overlap,
+// which the checks see as ranges.)
+TEST_F(ElementwiseTest, SwiGLUOverTheHalvesOfRows)
+{
+    for (DataTypes type : floatTypes()) {
+        for (auto [rows, cols] : std::vector<std::pair<uint32_t, uint32_t>>{ { 1, 7 }, { 5, 64 }, { 37, 300 } }) {
+            SCOPED_TRACE(shortName(type) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+            uint32_t width = 2 * cols + 3; // each row: gate, up, 3 unused
+            auto values = roundTo(type, randomValues(rows * width + 1, rows + cols, -3.0f, 3.0f));
+            auto both = floatTensor(mgr(), type, values);
+            std::vector<float> expected(size_t(rows) * cols);
+            for (uint32_t r = 0; r < rows; ++r) {
+                for (uint32_t c = 0; c < cols; ++c) {
+                    double g = values[1 + r * width + c], u = values[1 + r * width + cols + c];
+                    expected[r * cols + c] = static_cast<float>(g / (1.0 + std::exp(-g)) * u);
+                }
+            }
+            kp::SwiGLUParams p;
+            p.count = rows * cols;
+            p.cols = cols;
+            p.gateOffset = 1;
+            p.upOffset = 1 + cols;
+            p.gateRowStride = width;
+            p.upRowStride = width;
+            // Packed into an f32 y.
+            auto y = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(rows * cols, 0.0f));
+            runOp(mgr(), { both }, std::make_shared<kp::OpSwiGLU>(Tensors{ both, both, y }, p), { y });
+            EXPECT_TRUE(near(floatsOf(*y), expected, tolerance(type), 1e-2f));
+            // Strided into y (rows 2 cols apart from 5; between them nothing
+            // changes).
+            auto wide = floatTensor(mgr(), type, std::vector<float>(5 + size_t(rows) * 2 * cols, -1.0f));
+            kp::SwiGLUParams strided = p;
+            strided.yOffset = 5;
+            strided.yRowStride = 2 * cols;
+            runOp(mgr(), { wide }, std::make_shared<kp::OpSwiGLU>(Tensors{ both, both, wide }, strided), { wide });
+            auto gotWide = floatsOf(*wide);
+            std::vector<float> fromWide;
+            for (uint32_t r = 0; r < rows; ++r) {
+                for (uint32_t c = 0; c < 2 * cols; ++c) {
+                    if (c < cols) {
+                        fromWide.push_back(gotWide[5 + r * 2 * cols + c]);
+                    } else {
+                        EXPECT_EQ(gotWide[5 + r * 2 * cols + c], -1.0f) << "between the rows of y";
+                    }
+                }
+            }
+            EXPECT_TRUE(near(fromWide, roundTo(type, expected), tolerance(type), 1e-2f));
+            if (rows > 1) {
+                kp::SwiGLUParams inPlace = p;
+                inPlace.yOffset = 1;
+                inPlace.yRowStride = width;
+                EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ both, both, both }, inPlace); },
+                                       { "'up' and 'y' are one tensor", "overlap" }));
+            }
+        }
+    }
+    auto t = mgr().tensor(std::vector<float>(64, 1.0f));
+    kp::SwiGLUParams p;
+    p.count = 30;
+    p.cols = 7;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ t, t, mgr().tensor(std::vector<float>(30, 0.0f)) }, p); },
+                           { "OpSwiGLU", "count = 30 is not whole rows of cols = 7" }));
+    p.count = 28;
+    p.gateRowStride = 5;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ t, t, mgr().tensor(std::vector<float>(28, 0.0f)) }, p); },
+                           { "gateRowStride = 5 is shorter than a row" }));
+    p.gateRowStride = 20;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ t, t, mgr().tensor(std::vector<float>(28, 0.0f)) }, p); },
+                           { "'gate' has 64 elements", "rows of 7" }));
+    kp::SwiGLUParams noCols;
+    noCols.yRowStride = 8;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ t, t, mgr().tensor(std::vector<float>(64, 0.0f)) }, noCols); },
+                           { "row strides need cols" }));
+    kp::SwiGLUParams overlap;
+    overlap.count = 28;
+    overlap.cols = 7;
+    overlap.upOffset = 32;
+    overlap.yRowStride = 8;
+    EXPECT_TRUE(throwsWith([&] { kp::OpSwiGLU({ t, t, t }, overlap); }, { "one tensor", "overlap" }));
+}
+
 // The result in another float type than the operands' (a prefill step's
 // SwiGLU writes f16 rows from f32 ones): computed in f32 and rounded once
 // into y.

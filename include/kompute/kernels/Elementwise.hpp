@@ -103,13 +103,23 @@ class OpFma : public KernelOp
 
 /** y[i] = silu(gate[i]) * up[i] (the gated feed-forward of Llama-family
  * models); gate and up of one data type, y of any float type (a prefill
- * step writes f16 rows for the down projection). */
+ * step writes f16 rows for the down projection). With `cols`, the count
+ * elements are count / cols rows of cols, each operand's rows its row
+ * stride apart: gate and up can be the two halves of each row of one
+ * [rows][2 cols] product (an LLM's gate and up projections computed
+ * together). */
 struct SwiGLUParams
 {
-    uint32_t count = 0; ///< 0: all of y from yOffset
+    uint32_t count = 0; ///< 0: all of y from yOffset (without cols)
     uint64_t gateOffset = 0; ///< first element of gate
     uint64_t upOffset = 0; ///< first element of up
     uint64_t yOffset = 0; ///< first element of y
+    /** 0: one row of count; else elements per row (count a multiple). */
+    uint32_t cols = 0;
+    /** With cols: elements between the rows of gate, up and y (0: cols). */
+    ///@{
+    uint32_t gateRowStride = 0, upRowStride = 0, yRowStride = 0;
+    ///@}
 };
 
 /** OpSwiGLU({gate, up, y}, SwiGLUParams): y may be gate or up. */

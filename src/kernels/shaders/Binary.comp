@@ -3,6 +3,9 @@
 // OpBinary (y = a op b), OpSwiGLU (OP 4: y = silu(a) * b) and, with
 // TERNARY, OpFma (y = a * b + c). The operands of TYPE, y of Y_TYPE (TYPE
 // unless given); b and c may be broadcast (index i % bCount, i % cCount).
+// Elements come in rows of `cols` (one row: cols = count), a's, b's and y's
+// rows aStride, bStride and yStride apart (OpSwiGLU over the two halves of
+// a product's rows; b not broadcast).
 #include "Common.glsl"
 #ifndef Y_TYPE
 #define Y_TYPE TYPE
@@ -28,6 +31,10 @@ layout(push_constant) uniform Push
     uint bOffset;
     uint cOffset;
     uint yOffset;
+    uint cols;
+    uint aStride;
+    uint bStride;
+    uint yStride;
 } p;
 
 void main()
@@ -36,9 +43,15 @@ void main()
     if (i >= p.count) {
         return;
     }
-    float va = LOAD(TYPE, a, p.aOffset + i);
-    // The modulo only where b is broadcast (a uniform branch).
-    float vb = LOAD(TYPE, b, p.bOffset + (p.bCount == p.count ? i : i % p.bCount));
+    // Row and column only where there are rows (uniform branches).
+    uint row = 0u, col = i;
+    if (p.cols != p.count) {
+        row = i / p.cols;
+        col = i - row * p.cols;
+    }
+    float va = LOAD(TYPE, a, p.aOffset + row * p.aStride + col);
+    // The modulo only where b is broadcast.
+    float vb = LOAD(TYPE, b, p.bOffset + (p.bCount == p.count ? row * p.bStride + col : i % p.bCount));
     float r;
 #ifdef TERNARY
     float vc = LOAD(TYPE, c, p.cOffset + (p.cCount == p.count ? i : i % p.cCount));
@@ -52,5 +65,5 @@ void main()
         default: r = va / (1.0 + exp(-va)) * vb; break;
     }
 #endif
-    STORE(Y_TYPE, y, p.yOffset + i, r);
+    STORE(Y_TYPE, y, p.yOffset + row * p.yStride + col, r);
 }

@@ -232,7 +232,7 @@ Context::record(Step& s)
     // reads it (MatMulParams::normA: x normalized as the int-dot mat-vec
     // quantizes it), one dispatch and one barrier fewer, where the device
     // and the weights take that mode; else OpRMSNorm into `normed`, then the
-    // product. False when it did not fold.
+    // product.
     auto normedLinear = [&](const DeviceWeight& norm, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
                             const std::string& normLabel, const std::string& label) {
         if (t == 1) {
@@ -389,7 +389,7 @@ Context::record(Step& s)
             // of each row: one dispatch fewer, and twice the tiles in one
             // grid (Llama-8B at 512 tokens: 896 tiles of 128 x 128 on 132
             // SMs, 6.8 waves, where two products of 448 took 3.4 each, their
-            // last wave a third full).
+            // last wave two-fifths full).
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;

@@ -317,6 +317,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         if (!(p.normEps >= 0.0f) || !std::isfinite(p.normEps)) {
             check.fail(format("normEps must be finite and >= 0, not {}", p.normEps));
         }
+        if (memObjects[3] == memObjects[2]) {
+            check.fail("the norm's weights must not be C (the product reads them while it writes C)");
+        }
         if (check.caps().isDisabled("matvec-norm")) {
             check.fail("normA is turned off (KOMPUTE_ENV_DISABLE has matvec-norm)");
         }

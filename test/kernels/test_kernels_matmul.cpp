@@ -668,6 +668,7 @@ TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
     auto shifted = p;
     shifted.normOffset = 1;
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, shifted); }, { "normWeights" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, c }, p); }, { "the norm's weights must not be C" }));
     auto badEps = p;
     badEps.normEps = -1.0f;
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, badEps); }, { "normEps must be finite" }));

@@ -52,10 +52,10 @@ layout(constant_id = 14) const uint QX_STAGE = 0;
 // qxRowMode only: x RMS-normalized as it is quantized, x[k] * g[k] /
 // sqrt(mean(x^2) + normEps), g the norm's weights at binding 3 from
 // element normOffset (an LLM's RMSNorm inside the product that reads it:
-// MatMulParams::normA). 0: none; else 1 + g's element type. The weights
-// scale x before it is quantized; 1 / rms, a factor of the whole row,
-// scales each output. NORM_X = 1 + g's element type, + 4 where normOffset
-// is a multiple of 4 (4-element loads of g).
+// MatMulParams::normA). 0: none; else 1 + g's element type, + 4 where
+// normOffset is a multiple of 4 (4-element loads of g). The weights scale
+// x before it is quantized; 1 / rms, a factor of the whole row, scales
+// each output.
 layout(constant_id = 15) const uint NORM_X = 0;
 const uint NORM_TYPE = (NORM_X + 3u) & 3u;
 const bool NORM_VEC = NORM_X > 4u;
@@ -77,7 +77,8 @@ OPERAND_VIEWS(0, X)
 OPERAND_VIEWS(1, W)
 layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
 layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
-// The norm's weights (NORM_X; without it the host binds A here, unread).
+// The norm's weights (NORM_X; without it the host binds x's tensor here,
+// unread).
 OPERAND_VIEWS(3, G)
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)

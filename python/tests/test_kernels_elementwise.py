@@ -104,7 +104,7 @@ def test_swiglu_over_the_halves_of_rows(mgr, dtype):
                                  gate_row_stride=2 * cols, up_row_stride=2 * cols), [y])
     assert_near(floats_of(y), expected, TOLERANCE[dtype], floor=1e-2)
     wide = tensor_of(mgr, np.float32, np.full(rows * 2 * cols, -1.0))
-    run(mgr, [], kp.OpSwiGLU([both, both, wide], count=rows * cols, cols=cols, up_offset=cols,
+    run(mgr, [wide], kp.OpSwiGLU([both, both, wide], count=rows * cols, cols=cols, up_offset=cols,
                              gate_row_stride=2 * cols, up_row_stride=2 * cols, y_row_stride=2 * cols), [wide])
     got = floats_of(wide).reshape(rows, 2 * cols)
     assert_near(got[:, :cols].ravel(), expected, TOLERANCE[dtype], floor=1e-2)

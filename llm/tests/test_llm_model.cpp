@@ -61,6 +61,20 @@ smallConfig()
     return c;
 }
 
+/** smallConfig() with rows of whole 256-weight super-blocks (and of whole
+ * groups of 8 Q8_0/Q4_0 blocks: the int-dot mat-vec's quantized-x mode). */
+ModelConfig
+superBlockConfig()
+{
+    ModelConfig c = smallConfig();
+    c.embeddingLength = 256;
+    c.feedForwardLength = 512;
+    c.headDim = 64;
+    c.ropeDims = 64;
+    c.validate();
+    return c;
+}
+
 double
 tolerance(TensorType type)
 {
@@ -539,12 +553,7 @@ class LlmBlockTypes : public kp_test::KomputeParamTest<std::string>
 
 TEST_P(LlmBlockTypes, MatchTheHostReference)
 {
-    ModelConfig c = smallConfig();
-    c.embeddingLength = 256;
-    c.feedForwardLength = 512;
-    c.headDim = 64;
-    c.ropeDims = 64;
-    c.validate();
+    const ModelConfig c = superBlockConfig();
     const kp::llm::WeightMix mix = kp::llm::WeightMix::parse(GetParam());
     const Rows expected = referenceLogits(c, hostWeights(c, mix, kSeed), kPrompt);
     auto model = Model::random(mgr(), c, mix, kSeed);
@@ -650,12 +659,7 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
     if (!mgr().capabilities().integerDotProduct.supported) {
         GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no integer dot products";
     }
-    ModelConfig c = smallConfig();
-    c.embeddingLength = 256;
-    c.feedForwardLength = 512;
-    c.headDim = 64;
-    c.ropeDims = 64;
-    c.validate();
+    const ModelConfig c = superBlockConfig();
     for (TensorType type : { TensorType::eQ8_0, TensorType::eQ4_0 }) {
         SCOPED_TRACE(kp::llm::toString(type));
         const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);

@@ -52,17 +52,17 @@ broadcastCount(const Checker& check, uint32_t given, uint32_t count, const char*
 struct ElementwisePush
 {
     uint32_t count, bCount, cCount, aOffset, bOffset, cOffset, yOffset;
-    // Rows of cols elements (cols = count: one row), a, b and y's rows
-    // aStride, bStride and yStride apart (Binary.comp; OpSwiGLU's rows).
-    uint32_t cols, aStride, bStride, yStride;
+    // OpSwiGLU's rows (0: one row): of cols elements, a's, b's and y's rows
+    // aStride, bStride and yStride apart (Binary.comp).
+    uint32_t cols = 0, aStride = 0, bStride = 0, yStride = 0;
 };
 
-/** Elements an operand's `count` elements span in rows of `cols`, `stride`
- * apart. */
+/** Elements an operand's `count` elements span in rows of `cols` (0: one
+ * row), `stride` apart. */
 uint64_t
 rowsExtent(uint32_t count, uint32_t cols, uint32_t stride)
 {
-    return count <= cols ? count : uint64_t(count / cols - 1) * stride + cols;
+    return cols == 0 || count <= cols ? count : uint64_t(count / cols - 1) * stride + cols;
 }
 
 } // namespace
@@ -118,7 +118,7 @@ binaryAlgorithm(const Checker& check,
     uint64_t aExtent = rowsExtent(push.count, push.cols, push.aStride);
     uint64_t bExtent = push.bCount == push.count ? rowsExtent(push.count, push.cols, push.bStride) : push.bCount;
     uint64_t yExtent = rowsExtent(push.count, push.cols, push.yStride);
-    std::string rows = push.cols < push.count ? format(" in rows of {}", push.cols) : std::string();
+    std::string rows = push.cols != 0 && push.cols < push.count ? format(" in rows of {}", push.cols) : std::string();
     check.covers(0, push.aOffset, aExtent, format("count = {}{}", push.count, rows));
     check.covers(1, push.bOffset, bExtent, format("{} elements{}", push.bCount, rows));
     if (ternary) {
@@ -159,11 +159,7 @@ OpBinary::OpBinary(const std::vector<std::shared_ptr<Memory>>& tensors, const Bi
                           check.offset32(params.aOffset, "aOffset"),
                           check.offset32(params.bOffset, "bOffset"),
                           0,
-                          check.offset32(params.yOffset, "yOffset"),
-                          count,
-                          count,
-                          count,
-                          count };
+                          check.offset32(params.yOffset, "yOffset") };
     addDispatch(binaryAlgorithm(check, "OpBinary", tensors, op, push, false));
     setPath("element-wise");
 }
@@ -180,9 +176,8 @@ OpSwiGLU::OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const Sw
     check.require(cols == 0 || count % cols == 0,
                   format("count = {} is not whole rows of cols = {}", count, cols));
     auto stride = [&](uint32_t given, const char* name) {
-        uint32_t s = cols == 0 ? count : (given == 0 ? cols : given);
-        check.require(s >= (cols == 0 ? count : cols),
-                      format("{} = {} is shorter than a row (cols = {}): rows would overlap", name, given, cols));
+        uint32_t s = given == 0 ? cols : given;
+        check.require(s >= cols, format("{} = {} is shorter than a row (cols = {}): rows would overlap", name, given, cols));
         return s;
     };
     ElementwisePush push{ count,
@@ -192,7 +187,7 @@ OpSwiGLU::OpSwiGLU(const std::vector<std::shared_ptr<Memory>>& tensors, const Sw
                           check.offset32(params.upOffset, "upOffset"),
                           0,
                           check.offset32(params.yOffset, "yOffset"),
-                          cols == 0 ? count : cols,
+                          cols,
                           stride(params.gateRowStride, "gateRowStride"),
                           stride(params.upRowStride, "upRowStride"),
                           stride(params.yRowStride, "yRowStride") };
@@ -211,11 +206,7 @@ OpFma::OpFma(const std::vector<std::shared_ptr<Memory>>& tensors, const FmaParam
                           check.offset32(params.aOffset, "aOffset"),
                           check.offset32(params.bOffset, "bOffset"),
                           check.offset32(params.cOffset, "cOffset"),
-                          check.offset32(params.yOffset, "yOffset"),
-                          count,
-                          count,
-                          count,
-                          count };
+                          check.offset32(params.yOffset, "yOffset") };
     addDispatch(binaryAlgorithm(check, "OpFma", tensors, 0, push, true));
     setPath("element-wise");
 }

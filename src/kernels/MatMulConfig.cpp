@@ -128,6 +128,20 @@ coopmatSharedBytes(const CoopmatConfig& c, bool transA, bool transB)
     return (a + b) * (c.doubleBuffer ? 2 : 1) + scratch;
 }
 
+namespace {
+
+/** The tile geometry quantized B as words needs: 64-deep tiles whose B rows
+ * are 16 per subgroup of 32 lanes (one block a lane). */
+bool
+quantWordsTile(const CoopmatConfig& c)
+{
+    uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
+    return c.bk == 64 && c.subgroupSize == 32 && warps && c.bn % warps == 0 &&
+           c.bn / warps * (c.bk / 32) == c.subgroupSize;
+}
+
+} // namespace
+
 bool
 coopmatQuantWordsFit(const CoopmatConfig& c,
                      uint32_t bType,
@@ -137,9 +151,7 @@ coopmatQuantWordsFit(const CoopmatConfig& c,
                      uint64_t batchStride,
                      uint32_t batch)
 {
-    uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
-    return (bType == kQ8_0 || bType == kQ4_0) && c.bk == 64 && c.subgroupSize == 32 && warps &&
-           c.bn % warps == 0 && c.bn / warps * (c.bk / 32) == c.subgroupSize && k % 64 == 0 && ldb % 64 == 0 &&
+    return (bType == kQ8_0 || bType == kQ4_0) && quantWordsTile(c) && k % 64 == 0 && ldb % 64 == 0 &&
            offset % 64 == 0 && (batch <= 1 || batchStride % 64 == 0);
 }
 
@@ -205,7 +217,7 @@ coopmatProblem(const CoopmatConfig& c, const DeviceView& device)
     if (threads > device.maxInvocations) {
         return format("{} threads exceed maxComputeWorkGroupInvocations {}", threads, device.maxInvocations);
     }
-    if (c.quantWords && !coopmatQuantWordsFit(c, kQ4_0, 64, 64, 0, 0, 1)) {
+    if (c.quantWords && !quantWordsTile(c)) {
         return "quantized B as words needs 64-deep tiles with 16 rows of B per subgroup of 32";
     }
     if ((c.bm * c.bk / 8) % threads || (c.bk * c.bn / 8) % threads) {

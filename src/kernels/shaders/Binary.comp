@@ -3,9 +3,9 @@
 // OpBinary (y = a op b), OpSwiGLU (OP 4: y = silu(a) * b) and, with
 // TERNARY, OpFma (y = a * b + c). The operands of TYPE, y of Y_TYPE (TYPE
 // unless given); b and c may be broadcast (index i % bCount, i % cCount).
-// Elements come in rows of `cols` (one row: cols = count), a's, b's and y's
-// rows aStride, bStride and yStride apart (OpSwiGLU over the two halves of
-// a product's rows; b not broadcast).
+// With `cols` (0: one row), elements come in rows of cols, a's, b's and
+// y's rows aStride, bStride and yStride apart (OpSwiGLU over the two halves
+// of a product's rows; b not broadcast).
 #include "Common.glsl"
 #ifndef Y_TYPE
 #define Y_TYPE TYPE
@@ -45,7 +45,7 @@ void main()
     }
     // Row and column only where there are rows (uniform branches).
     uint row = 0u, col = i;
-    if (p.cols != p.count) {
+    if (p.cols != 0u) {
         row = i / p.cols;
         col = i - row * p.cols;
     }

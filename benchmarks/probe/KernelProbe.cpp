@@ -1214,15 +1214,16 @@ main(int argc, char** argv)
         }
         if (ctx.nv && !prefillShapes.empty() && (options.filter.empty() || pipelineOnly)) {
             const CoopmatShape& mma = prefillShapes.front();
-            // The library's tile (128 x 128 x 64, one stage) beside the two
-            // it replaced, on the f16 products, each part alone too; the
-            // quantized ones at that tile with B as chunks and as words
-            // (CoopmatConfig::quantWords), each also without its
-            // multiply-adds (part 2: what the loads, stores and barriers
-            // take alone). (The rows of 2-3 tiles ahead, measured slower,
-            // were dropped after 3165399.)
-            std::vector<CoopmatConfig> pipelineTiles = { { 128, 128, 32, 64, 32 }, { 128, 256, 32, 64, 64 },
-                                                         { 128, 128, 64, 64, 32 } };
+            // The library's tile (128 x 128 x 64, one stage) on the f16
+            // products, each part alone too; the quantized ones with B as
+            // chunks and as words (CoopmatConfig::quantWords). (Rows
+            // dropped: 2-3 tiles ahead after 3165399; the 128 x 128 x 32 and
+            // 128 x 256 x 32 tiles and the quantized products' part 2 after
+            // 557fe3c; tiles of 4 subgroups, 128 x 64 x 64 and 64 x 64 x 64,
+            // 0.5-0.9x the library's tile everywhere, and the raw operands
+            // converted before the tile's barrier, 0.8-1.0x, after their one
+            // run: docs/matmul-tuning.md.)
+            std::vector<CoopmatConfig> pipelineTiles = { { 128, 128, 64, 64, 32 } };
             std::vector<GemmProblem> products = { { big, big, big, false, kF16, kF16, kF32 },
                                                   { tokens, out, in, true, kF16, kF16, kF32 } };
             // The Llama-8B prefill products with quantized weights: ffn
@@ -1255,6 +1256,9 @@ main(int argc, char** argv)
                         c.doubleBuffer = false;
                     }
                     for (bool words : { false, true }) {
+                        if (!quant && words) {
+                            continue;
+                        }
                         c.quantWords = words;
                         if ((words && !coopmatQuantWordsFit(c, g.b, g.k, g.k, 0, 0, 1)) ||
                             !coopmatProblem(c, ctx.view).empty()) {
@@ -1266,7 +1270,7 @@ main(int argc, char** argv)
                         std::string label = "pipeline " + coopmatLabel("nv", g, c) + (c.doubleBuffer ? " db" : " sb") +
                                             (quant ? (words ? " words" : " chunks") : "");
                         for (uint32_t part : { 0u, 1u, 2u, 3u }) {
-                            if (quant && (part == 1 || part == 3)) {
+                            if (quant && part != 0) {
                                 continue; // the multiply-adds are the f16 products'
                             }
                             spec[20] = part; // TIMING_PART

@@ -219,6 +219,43 @@ overrideCoopmatAhead(CoopmatConfig& config, const DeviceView& view)
     config = c;
 }
 
+// KOMPUTE_ENV_COOPMAT_TILE=BM:BN:BK:WM:WN:STAGES replaces the tile that
+// chooseCoopmat picked (workgroup tile, subgroup tile, 1 or 2 shared
+// stages), keeping its fragment shape: a tuning knob, as the one above, so
+// that kompute-llm can measure a tile end to end. A value that does not
+// parse or fit the device is reported and ignored.
+void
+overrideCoopmatTile(CoopmatConfig& config, const DeviceView& view)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_COOPMAT_TILE");
+    if (!text || !*text) {
+        return;
+    }
+    unsigned v[6] = {};
+    char end = 0;
+    if (std::sscanf(text, "%u:%u:%u:%u:%u:%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6 ||
+        (v[5] != 1 && v[5] != 2) || !v[0] || !v[1] || !v[2] || !v[3] || !v[4]) {
+        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_TILE={} is ignored: expected BM:BN:BK:WM:WN:STAGES (sizes above 0, "
+                    "stages 1 or 2), e.g. "
+                    "128:64:64:64:32:1",
+                    text);
+        return;
+    }
+    CoopmatConfig c = config;
+    c.bm = v[0];
+    c.bn = v[1];
+    c.bk = v[2];
+    c.wm = v[3];
+    c.wn = v[4];
+    c.doubleBuffer = v[5] == 2;
+    std::string problem = coopmatProblem(c, view);
+    if (!problem.empty()) {
+        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_TILE={} is ignored: {}", text, problem);
+        return;
+    }
+    config = c;
+}
+
 } // namespace
 
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
@@ -471,6 +508,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (!candidate.usable || !chooseCoopmat(view, *candidate.shapes, p.m, p.n, p.batch, config)) {
                 continue;
             }
+            overrideCoopmatTile(config, view);
             overrideCoopmatAhead(config, view);
             config.quantWords = !caps.isDisabled("coopmat-quant-words") &&
                                 coopmatQuantWordsFit(config, variant.b, p.k, p.ldb, p.offsetB, p.strideB, p.batch);

@@ -176,9 +176,10 @@ operandElements(uint32_t rows, uint32_t cols, uint32_t ld, uint64_t stride, uint
 
 /** Runs `gc` on `mgr` and checks every element of C against the reference
  * (and that elements of C outside the product kept their values). Returns
- * the path the operation chose. */
+ * the path the operation chose; `built`, if given, receives the operation
+ * (its dispatches' grids). */
 inline std::string
-runGemmCase(kp::Manager& mgr, const GemmCase& gc)
+runGemmCase(kp::Manager& mgr, const GemmCase& gc, std::shared_ptr<kp::OpMatMul>* built = nullptr)
 {
     SCOPED_TRACE(gc.label());
     kp::MatMulParams p = gc.p;
@@ -229,6 +230,9 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc)
         }
     }
     auto op = std::make_shared<kp::OpMatMul>(tensors, p);
+    if (built) {
+        *built = op;
+    }
     mgr.sequence()->eval<kp::OpSyncDevice>(tensors);
     mgr.sequence()
       ->record(op)

@@ -308,6 +308,44 @@ TEST_F(MatMul, CooperativeMatrixLoadAheadVariants)
     }
 }
 
+// KOMPUTE_ENV_COOPMAT_TILE replaces the tile chooseCoopmat picks (the
+// tuning knob kompute-llm measures tiles with): a tile of 4 subgroups of
+// 64 x 32 and one of 32 x 32, each with f16 B and with Q4_0 B as words, on
+// the NV form (the KHR form is the same module rewritten); 512 x 3170
+// leaves a partial column of tiles. Values that do not parse or fit are
+// reported and the picked tile runs.
+TEST_F(MatMul, CooperativeMatrixTileOverride)
+{
+    if (!mgr().capabilities().cooperativeMatrix.nv) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no NV cooperative matrices";
+    }
+    DisablePaths disable("coopmat-khr");
+    // (tile, the grid of 512 x 3170 in its tiles)
+    for (const auto& [tile, grid] : std::vector<std::pair<const char*, kp::Workgroup>>{
+           { "128:64:64:64:32:1", { 50, 4, 1 } }, { "64:64:64:32:32:1", { 50, 8, 1 } } }) {
+        SCOPED_TRACE(tile);
+        ScopedEnv tuning("KOMPUTE_ENV_COOPMAT_TILE", tile);
+        for (Elem b : { Elem::F16, Elem::Q4_0 }) {
+            GemmCase gc{ shape(512, 3170, 192, false, true), Elem::F16, b, Elem::F32 };
+            gc.seed = 7;
+            LogCapture log;
+            std::shared_ptr<kp::OpMatMul> op;
+            EXPECT_EQ(runGemmCase(mgr(), gc, &op), "coopmat-nv");
+            EXPECT_EQ(op->algorithms().at(0)->getWorkgroup(), grid);
+            EXPECT_FALSE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_COOPMAT_TILE"));
+        }
+    }
+    for (const char* bad : { "128:64:64:64:32", "128:64:64:64:32:3", "0:64:64:64:32:1", "96:64:64:64:32:1",
+                             "256:256:64:64:64:2" }) {
+        SCOPED_TRACE(bad);
+        ScopedEnv tuning("KOMPUTE_ENV_COOPMAT_TILE", bad);
+        LogCapture log;
+        GemmCase gc{ shape(64, 64, 64), Elem::F16, Elem::F16, Elem::F32 };
+        EXPECT_EQ(runGemmCase(mgr(), gc), "coopmat-nv");
+        EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_COOPMAT_TILE=" + std::string(bad) + " is ignored"));
+    }
+}
+
 // Q8_0 and Q4_0 B loaded as words (CoopmatConfig::quantWords: 64-deep
 // tiles, k, ldb and the offset multiples of 64 weights), on each
 // cooperative-matrix path the device has, and the same products with it

@@ -282,32 +282,40 @@ void fetchB(uint ci, uint k0, uint col0, uint baseB, out uvec4 chunk, out uvec4 
     }
 }
 
-// Chunk ci of the A tile into shared slot `slot`, converted where raw.
-void storeA(uint ci, uint slot, uvec4 chunk, uvec4 chunk2)
+// A chunk as fetched into the staged 16-bit form (raw ones converted).
+uvec4 convertA(uvec4 chunk, uvec4 chunk2)
+{
+    return RAW_A ? pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2)) : chunk;
+}
+
+uvec4 convertB(uvec4 chunk, uvec4 chunk2)
+{
+    if (RAW_B) {
+        return pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2));
+    }
+    if (RAW_BQ) {
+        if (STAGE_BF16 == 0) {
+            return decodeQ8RawHalf(B_TYPE, chunk);
+        }
+        vec4 lo, hi;
+        decodeQ8Raw(B_TYPE, chunk, lo, hi);
+        return pack8(lo, hi);
+    }
+    return chunk;
+}
+
+// Chunk ci of the A tile, converted, into shared slot `slot`.
+void storeA(uint ci, uint slot, uvec4 chunk)
 {
     uint c = gl_LocalInvocationID.x + ci * WG;
     uint perRow = (TRANS_A != 0 ? BM : BK) / 8;
-    if (RAW_A) {
-        chunk = pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2));
-    }
     shA[slot * A_TILE + (c / perRow) * SA + c % perRow] = chunk;
 }
 
-void storeB(uint ci, uint slot, uvec4 chunk, uvec4 chunk2)
+void storeB(uint ci, uint slot, uvec4 chunk)
 {
     uint c = gl_LocalInvocationID.x + ci * WG;
     uint perRow = (TRANS_B != 0 || B_QUANT ? BK : BN) / 8;
-    if (RAW_B) {
-        chunk = pack8(uintBitsToFloat(chunk), uintBitsToFloat(chunk2));
-    } else if (RAW_BQ) {
-        if (STAGE_BF16 == 0) {
-            chunk = decodeQ8RawHalf(B_TYPE, chunk);
-        } else {
-            vec4 lo, hi;
-            decodeQ8Raw(B_TYPE, chunk, lo, hi);
-            chunk = pack8(lo, hi);
-        }
-    }
     shB[slot * B_TILE + (c / perRow) * SB + c % perRow] = chunk;
 }
 
@@ -332,10 +340,11 @@ void fetchBWords(uint k0, uint col0, uint baseB, out uint raw[BQ_LOADS])
 
 // The raw words into the subgroup's part of scratch, then each lane's
 // block (row lane / 2, block lane % 2 of the row: BK = 64) decoded into
-// its 4 chunks of the B tile in shared slot `slot`. Only the subgroup reads
-// its words: a subgroup barrier orders them (the next tile's words are
-// stored after the workgroup's barrier).
-void storeBWords(uint slot, uint raw[BQ_LOADS])
+// its 4 chunks of the B tile (chunks[0..3]: B_CHUNKS is 4 wherever the
+// words fit, one block a lane). Only the subgroup reads its words: a
+// subgroup barrier orders them, and workgroup barriers lie between one
+// tile's reads and the next tile's stores.
+void decodeBWords(uint raw[BQ_LOADS], out uvec4 chunks[B_CHUNKS])
 {
     uint lane = gl_SubgroupInvocationID;
     uint region = gl_SubgroupID * BQ_WARP_WORDS;
@@ -353,32 +362,45 @@ void storeBWords(uint slot, uint raw[BQ_LOADS])
     uint dWord = scratch[rowWord + at / 4u];
     uint d = (at & 2u) != 0u ? dWord >> 16 : dWord & 0xFFFFu;
     // The quants from byte at + 2: words funnelled where that is not on a
-    // 4-byte boundary (the word after the last one is clamped into the
-    // subgroup's part: read, not used).
+    // 4-byte boundary. Each word is read once (QUANT_WORDS + 1 reads, not
+    // two a word: the shared-memory pipe is the one the fragments' loads
+    // use); the word after the last one is clamped into the subgroup's
+    // part: read, not used.
     uint first = rowWord + (at + 2u) / 4u;
     bool odd = ((at + 2u) & 2u) != 0u;
     const uint QUANT_WORDS = B_TYPE == TYPE_Q8_0 ? 8u : 4u;
+    uint w[9];
+    [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
+        w[i] = scratch[first + i];
+    }
+    w[QUANT_WORDS] = scratch[min(first + QUANT_WORDS, region + BQ_WARP_WORDS - 1u)];
     uint q[8];
     [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
-        uint lo = scratch[first + i];
-        uint hi = scratch[min(first + i + 1u, region + BQ_WARP_WORDS - 1u)];
-        q[i] = odd ? (lo >> 16) | (hi << 16) : lo;
+        q[i] = odd ? (w[i] >> 16) | (w[i + 1u] << 16) : w[i];
     }
-    uint rowSlot = slot * B_TILE + (gl_SubgroupID * BQ_ROWS + r) * SB + kb * 4u;
     [[unroll]] for (uint c = 0; c < 4u; ++c) {
         // Q8_0: chunk c is bytes 8c .. 8c + 7; Q4_0: chunks 0 and 1 the low
         // nibbles of bytes 0 .. 15 (weights 0 .. 15), 2 and 3 the high ones.
         uvec4 words = B_TYPE == TYPE_Q8_0 ? uvec4(d, q[2u * c], q[2u * c + 1u], 0u)
                                           : uvec4(d, q[2u * (c & 1u)], q[2u * (c & 1u) + 1u], (c >> 1) * 4u);
-        uvec4 chunk;
         if (STAGE_BF16 == 0) {
-            chunk = decodeQ8RawHalf(B_TYPE, words);
+            chunks[c] = decodeQ8RawHalf(B_TYPE, words);
         } else {
             vec4 lo, hi;
             decodeQ8Raw(B_TYPE, words, lo, hi);
-            chunk = pack8(lo, hi);
+            chunks[c] = pack8(lo, hi);
         }
-        shB[rowSlot + c] = chunk;
+    }
+}
+
+// This lane's 4 decoded chunks (its block) into shared slot `slot`.
+void storeBWordChunks(uint slot, uvec4 chunks[B_CHUNKS])
+{
+    uint lane = gl_SubgroupInvocationID;
+    uint r = lane / (BK / 32u), kb = lane % (BK / 32u);
+    uint rowSlot = slot * B_TILE + (gl_SubgroupID * BQ_ROWS + r) * SB + kb * 4u;
+    [[unroll]] for (uint c = 0; c < 4u; ++c) {
+        shB[rowSlot + c] = chunks[c];
     }
 }
 
@@ -394,15 +416,33 @@ void storeBWords(uint slot, uint raw[BQ_LOADS])
             fetchB(ci, k0, col0, baseB, stB##S[ci], stB2##S[ci]);                        \
         }                                                                                \
     }
-#define STORE_SET(S, slot)                                                               \
+// Register set S converted in place: raw chunks into their staged form in
+// stA<S> / stB<S>, B's words decoded into stB<S>. The whole set is
+// converted before any of it is stored: B's words decoded a chunk at a
+// time between their stores ran 3-9% slower (H100, docs/matmul-tuning.md),
+// and so did converting before the barrier that ends the multiply-adds
+// (Q4_0 words: 184 registers -> 214).
+#define CONVERT_SET(S)                                                                   \
     [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
-        storeA(ci, slot, stA##S[ci], stA2##S[ci]);                                       \
+        stA##S[ci] = convertA(stA##S[ci], stA2##S[ci]);                                  \
     }                                                                                    \
     if (B_WORDS) {                                                                       \
-        storeBWords(slot, stBw##S);                                                      \
+        decodeBWords(stBw##S, stB##S);                                                   \
     } else {                                                                             \
         [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                              \
-            storeB(ci, slot, stB##S[ci], stB2##S[ci]);                                   \
+            stB##S[ci] = convertB(stB##S[ci], stB2##S[ci]);                              \
+        }                                                                                \
+    }
+// Register set S, converted, into shared slot `slot`.
+#define STORE_SET(S, slot)                                                               \
+    [[unroll]] for (uint ci = 0; ci < A_CHUNKS; ++ci) {                                  \
+        storeA(ci, slot, stA##S[ci]);                                                    \
+    }                                                                                    \
+    if (B_WORDS) {                                                                       \
+        storeBWordChunks(slot, stB##S);                                                  \
+    } else {                                                                             \
+        [[unroll]] for (uint ci = 0; ci < B_CHUNKS; ++ci) {                              \
+            storeB(ci, slot, stB##S[ci]);                                                \
         }                                                                                \
     }
 
@@ -449,6 +489,7 @@ void main()
 
     uint tiles = (p.k + BK - 1) / BK;
     LOAD_SET(0, 0)
+    CONVERT_SET(0)
     STORE_SET(0, 0)
     // Tiles 1 .. LOAD_AHEAD - 1 on their way, tile u in register set u % LOAD_AHEAD.
     if (LOAD_AHEAD > 1 && 1 < tiles && TIME_LOADS) {
@@ -503,10 +544,13 @@ void main()
         if (DOUBLE_BUFFER == 0 && TIME_BARRIERS) {                                         \
             barrier();                                                                     \
         }                                                                                  \
+        /* The next tile's set: N, or 0 after the last set of the round. */                \
         if (storeNext) {                                                                   \
             if (S + 1 < LOAD_AHEAD) {                                                      \
+                CONVERT_SET(N)                                                             \
                 STORE_SET(N, nextSlot)                                                     \
             } else {                                                                       \
+                CONVERT_SET(0)                                                             \
                 STORE_SET(0, nextSlot)                                                     \
             }                                                                              \
         }                                                                                  \

@@ -648,27 +648,30 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
     }
 }
 
-// Decode steps with the RMSNorms inside the int-dot mat-vecs that read them
-// (MatMulParams::normA; rows of 256 weights take the quantized-x mode, which
-// "matvec-float" makes lavapipe take too): the logits match the host
-// reference and the same steps with the norms apart ("matvec-norm" off),
-// and the profile shows each norm inside its product (and the prompt step
-// gate and up as one product).
-TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
+// Decode steps with the RMSNorms inside the mat-vecs that read them
+// (MatMulParams::normA): F16 weights in the float row mode, Q8_0 and Q4_0
+// in the int-dot quantized-x mode (rows of 256 weights; "matvec-float"
+// makes lavapipe take it too): the logits match the host reference and the
+// same steps with the norms apart ("matvec-norm" off), and the profile
+// shows each norm inside its product (and the prompt step gate and up as
+// one product).
+TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
-    if (!mgr().capabilities().integerDotProduct.supported) {
-        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no integer dot products";
-    }
     const ModelConfig c = superBlockConfig();
-    for (TensorType type : { TensorType::eQ8_0, TensorType::eQ4_0 }) {
+    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
         SCOPED_TRACE(kp::llm::toString(type));
+        bool quant = type != TensorType::eF16;
+        if (quant && !mgr().capabilities().integerDotProduct.supported) {
+            continue; // (no integer dot products: no quantized-x mode)
+        }
         const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
         auto model = Model::random(mgr(), c, type, kSeed);
-        std::map<std::string, std::vector<float>> last;
-        for (const char* disabled : { "matvec-float", "matvec-float,matvec-norm" }) {
+        std::map<bool, std::vector<float>> last;
+        const std::string mode = quant ? "matvec-float" : "";
+        for (const std::string& disabled : { mode, mode + (quant ? "," : "") + "matvec-norm" }) {
             SCOPED_TRACE(disabled);
-            kp_test::DisablePaths disable(disabled);
-            bool folded = std::string(disabled) == "matvec-float";
+            kp_test::DisablePaths disable(disabled.c_str());
+            bool folded = disabled == mode;
             Context context(model, ContextOptions{ 32, 512, true, 0 });
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
@@ -685,7 +688,7 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
                 context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
                 EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
             }
-            last[disabled] = logits;
+            last[folded] = logits;
             std::string labels;
             for (const auto& op : context.profile()) {
                 labels += op.label + "; ";
@@ -695,8 +698,8 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheQuantizedXMatVec)
                 EXPECT_EQ(labels.find(inside) != std::string::npos, folded) << inside << " in " << labels;
             }
         }
-        const auto& a = last["matvec-float"];
-        const auto& b = last["matvec-float,matvec-norm"];
+        const auto& a = last[true];
+        const auto& b = last[false];
         ASSERT_EQ(a.size(), b.size());
         double diff = 0, scale = 0;
         for (size_t i = 0; i < a.size(); ++i) {

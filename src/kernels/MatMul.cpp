@@ -426,16 +426,23 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         std::string problem = matVecProblem(config, view, mv.w);
         if (p.normA && problem.empty()) {
             uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
-            if (!intDot || config.qxBlocks == 0 || mv.columnMode) {
-                check.fail(format("normA needs the int-dot mat-vec's quantized-x mode, which this product does not take "
-                                  "on '{}' ({}): Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, "
-                                  "strideB and offsetB multiples of 256 weights) on a device with integer dot "
-                                  "products, the mode not turned off by KOMPUTE_ENV_DISABLE",
+            // The modes in which a workgroup reads the whole row of A: the
+            // int-dot build's quantized-x mode, and the row mode of float
+            // weights and of Q8_0/Q4_0 rows not staged.
+            bool qxMode = intDot && config.qxBlocks != 0 && !mv.columnMode;
+            bool plainRows = !mv.columnMode && config.qxBlocks == 0 && !config.staged &&
+                             (!isQuantized(mv.w) || hasUnitRowModes(mv.w));
+            if (!qxMode && !plainRows) {
+                check.fail(format("normA needs a mat-vec mode that reads the whole row of A in each workgroup, which "
+                                  "this product does not take on '{}' ({}): B transposed, and float weights, or Q8_0, "
+                                  "Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, strideB and offsetB "
+                                  "multiples of 256 weights) on a device with integer dot products (the quantized-x "
+                                  "mode), or Q8_0/Q4_0 rows the mat-vec does not stage",
                                   view.name,
-                                  !hasQxRowMode(mv.w) ? format("B is {}", elementTypeName(mv.w))
-                                  : !wholeChunks      ? std::string("rows not of whole 16-byte chunks")
-                                  : !intDot           ? std::string("no integer dot products taken")
-                                                      : std::string("the mode is off")));
+                                  mv.columnMode ? std::string("B is not transposed: the column mode")
+                                  : config.staged
+                                    ? std::string("Q8_0/Q4_0 rows staged: no quantized-x mode taken")
+                                    : format("{} rows take the block row mode", elementTypeName(mv.w))));
             }
             if (subgroups > 64) {
                 problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);

@@ -647,18 +647,74 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
-// MatMulParams::normA: the row of A RMS-normalized as the int-dot mat-vec's
-// quantized-x mode quantizes it (an LLM's RMSNorm inside the product),
-// against the norm computed on the host: every block type of the mode, f32
-// and f16 x, f32/f16/bf16 weights at an offset (odd, and a multiple of 4),
-// k of one group of blocks,
-// of several, and (on CPUs, whose chunks of x are 64 blocks) of two chunks,
-// rows off the tile, alpha and beta (a residual added to); then what is
-// refused, naming why.
-TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
+// A one-row product with normA: x from element 8, the norm's weights (type
+// g) from element 5 for k = 256 (scalar loads), else 8 (4-wide loads);
+// `residual`: eps 0.5 and alpha 0.5, beta 1 (a residual added to), else eps
+// 1e-5.
+GemmCase
+normCase(uint32_t n, uint32_t k, Elem a, Elem b, Elem g, bool residual, uint32_t seed)
 {
-    if (!mgr().capabilities().integerDotProduct.supported) {
-        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no integer dot products";
+    GemmCase gc{ shape(1, n, k, false, true), a, b, Elem::F32 };
+    gc.p.normA = true;
+    gc.p.normOffset = k == 256 ? 5 : 8;
+    gc.p.normEps = residual ? 0.5f : 1e-5f;
+    gc.p.offsetA = 8;
+    if (residual) {
+        gc.p.alpha = 0.5f;
+        gc.p.beta = 1.0f;
+    }
+    gc.normType = g;
+    gc.seed = seed;
+    return gc;
+}
+
+// MatMulParams::normA: the row of A RMS-normalized as the mat-vec reads it
+// (an LLM's RMSNorm inside the product), against the norm computed on the
+// host. The row mode of float weights (f32, f16, bf16; k = 300 leaves a
+// tail of elements after the 16-byte units) and of Q8_0/Q4_0 rows not
+// staged, in the float build and the int-dot one ("matvec-qx,staged"):
+// f32 and f16 x, f32 and f16 norm weights from an odd offset and from a
+// multiple of 4, alpha and beta (a residual added to). The int-dot
+// mat-vec's quantized-x mode: every block type of the mode, f32 and f16 x,
+// f32/f16/bf16 norm weights at those offsets, k of one group of blocks, of
+// several, and (on CPUs, whose chunks of x are 64 blocks) of two chunks,
+// rows off the tile, alpha and beta. Then what is refused, naming why.
+TEST_F(MatMul, NormInputInTheMatVec)
+{
+    // (the paths to turn off, the weights, the path taken)
+    struct RowMode
+    {
+        const char* disabled;
+        Elem b;
+        const char* path;
+    };
+    bool intDot = mgr().capabilities().integerDotProduct.supported;
+    for (const RowMode& mode : std::vector<RowMode>{ { "", Elem::F32, "matvec" },
+                                                     { "", Elem::F16, "matvec" },
+                                                     { "", Elem::BF16, "matvec" },
+                                                     { "int-dot,staged", Elem::Q8_0, "matvec" },
+                                                     { "int-dot,staged", Elem::Q4_0, "matvec" },
+                                                     { "matvec-float,matvec-qx,staged", Elem::Q8_0, "matvec-int-dot" },
+                                                     { "matvec-float,matvec-qx,staged", Elem::Q4_0, "matvec-int-dot" } }) {
+        if (std::string(mode.path) == "matvec-int-dot" && !intDot) {
+            continue;
+        }
+        SCOPED_TRACE(mode.disabled);
+        DisablePaths disable(mode.disabled);
+        for (Elem a : { Elem::F32, Elem::F16 }) {
+            for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 37, 256 }, { 1, 21, 300 } }) {
+                if (isQuant(mode.b) && s[2] % 32 != 0) {
+                    continue;
+                }
+                Elem g = a == Elem::F16 ? Elem::F16 : Elem::F32;
+                GemmCase gc = normCase(s[1], s[2], a, mode.b, g, s[2] == 300, s[1] + s[2] + static_cast<uint32_t>(a));
+                EXPECT_EQ(runGemmCase(mgr(), gc), mode.path);
+            }
+        }
+    }
+    if (!intDot) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName
+                     << "' has no integer dot products: the quantized-x mode and the refusals untested";
     }
     {
         DisablePaths disable("matvec-float");
@@ -670,17 +726,8 @@ TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
                     }
                     for (const auto& s : std::vector<std::array<uint32_t, 3>>{
                            { 1, 37, 256 }, { 1, 300, 768 }, { 1, 45, 2304 } }) {
-                        GemmCase gc{ shape(s[0], s[1], s[2], false, true), a, b, Elem::F32 };
-                        gc.p.normA = true;
-                        gc.p.normOffset = s[2] == 256 ? 5 : 8; // scalar and 4-wide loads of the weights
-                        gc.p.normEps = s[2] == 768 ? 0.5f : 1e-5f;
-                        gc.p.offsetA = 8;
-                        if (s[1] == 300) {
-                            gc.p.alpha = 0.5f;
-                            gc.p.beta = 1.0f;
-                        }
-                        gc.normType = g;
-                        gc.seed = s[1] + s[2] + static_cast<uint32_t>(g);
+                        GemmCase gc =
+                          normCase(s[1], s[2], a, b, g, s[2] == 768, s[1] + s[2] + static_cast<uint32_t>(g));
                         EXPECT_EQ(runGemmCase(mgr(), gc), "matvec-int-dot");
                     }
                 }
@@ -710,10 +757,11 @@ TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
     auto badEps = p;
     badEps.normEps = -1.0f;
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, badEps); }, { "normEps must be finite" }));
-    auto f16Weights = p;
-    f16Weights.formatB = kp::WeightFormat::eNone;
-    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, floats(8 * 256), c, norm }, f16Weights); },
-                           { "normA needs the int-dot mat-vec's quantized-x mode", "B is f32" }));
+    auto columns = p;
+    columns.formatB = kp::WeightFormat::eNone;
+    columns.transB = false;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, floats(8 * 256), c, norm }, columns); },
+                           { "normA needs a mat-vec mode that reads the whole row of A", "B is not transposed" }));
     {
         DisablePaths off("matvec-norm,matvec-float");
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); }, { "KOMPUTE_ENV_DISABLE has matvec-norm" }));
@@ -721,7 +769,15 @@ TEST_F(MatMul, NormInputInTheQuantizedXMatVec)
     {
         DisablePaths off("matvec-qx,matvec-float");
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); },
-                               { "normA needs the int-dot mat-vec's quantized-x mode" }));
+                               { "normA needs a mat-vec mode that reads the whole row of A", "staged" }));
+    }
+    {
+        DisablePaths off("matvec-float,int-dot");
+        auto q6 = p;
+        q6.formatB = kp::WeightFormat::eQ6_K;
+        auto q6Blocks = mgr().tensor(std::vector<uint8_t>(8 * 210, 0).data(), 8 * 210, 1, DataTypes::eUnsignedChar);
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, q6Blocks, c, norm }, q6); },
+                               { "normA needs a mat-vec mode that reads the whole row of A", "q6_k rows take the block row mode" }));
     }
     DisablePaths off("matvec");
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); }, { "normA needs the mat-vec" }));

@@ -71,11 +71,14 @@ struct MatMulParams
      * a[k] * w[k] / sqrt(mean(a^2) + normEps), w the fourth tensor of the
      * operation (eFloat, eHalf or eBFloat16; from element normOffset): an
      * LLM's RMSNorm inside the product that reads it, one dispatch fewer.
-     * For m = 1 without transA or swigluA where the int-dot mat-vec takes
-     * its quantized-x mode (path "matvec-int-dot" with Q8_0, Q4_0, Q4_K or
-     * Q5_K rows of whole 16-byte chunks, see OpMatMul), which quantizes x
-     * once per workgroup and sums its squares on the way; anything else is
-     * refused (record OpRMSNorm and the product instead). */
+     * For m = 1 without transA or swigluA, B transposed, where the mat-vec
+     * reads the whole row of A in each workgroup and sums its squares on
+     * the way: the int-dot mat-vec's quantized-x mode (path
+     * "matvec-int-dot" with Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte
+     * chunks, see OpMatMul), and the row mode of float weights (f32, f16,
+     * bf16) and of Q8_0/Q4_0 rows the mat-vec does not stage. Anything
+     * else is refused, naming why (record OpRMSNorm and the product
+     * instead). */
     bool normA = false;
     /** With normA: the norm's epsilon and its weights' first element. */
     ///@{

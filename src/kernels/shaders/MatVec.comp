@@ -125,8 +125,36 @@ void writeOut(uint index, float sum)
     }
 }
 
-// Sums each row's partial sums over the workgroup and writes the outputs.
-void reduceAndWrite(float sums[ROWS], uint row0, uint outBase)
+// NORM_X: each subgroup's sum of the squares of x (the elements its
+// threads read: in the quantized-x mode the blocks they quantized), shared
+// before a barrier (the one that ends the quantization of x, or the row
+// mode's reduction); after it, 1 / rms of x (1 without NORM_X).
+shared float normSquares[64];
+void shareSquares(float squares)
+{
+    if (NORM_X != 0) {
+        float s = subgroupAdd(squares);
+        if (subgroupElect()) {
+            normSquares[gl_SubgroupID] = s;
+        }
+    }
+}
+float inverseRms()
+{
+    if (NORM_X == 0) {
+        return 1.0;
+    }
+    float total = 0.0;
+    for (uint g = 0; g < gl_NumSubgroups; ++g) {
+        total += normSquares[g];
+    }
+    return inversesqrt(total / float(p.k) + p.normEps);
+}
+
+// Sums each row's partial sums over the workgroup and writes the outputs;
+// with NORM_X, scaled by 1 / rms of x (`squares`: this thread's sum of the
+// squares of the x elements it read).
+void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
 {
     uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint r = 0; r < ROWS; ++r) {
@@ -135,13 +163,14 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase)
             partial[gl_SubgroupID * ROWS + r] = s;
         }
     }
+    shareSquares(squares);
     barrier();
     if (tid < ROWS && row0 + tid < p.rows) {
         float s = 0.0;
         for (uint g = 0; g < gl_NumSubgroups; ++g) {
             s += partial[g * ROWS + tid];
         }
-        writeOut(outBase + (row0 + tid) * p.outStride, s);
+        writeOut(outBase + (row0 + tid) * p.outStride, s * inverseRms());
     }
 }
 
@@ -222,6 +251,30 @@ uint unitStart(uint u)
         return (u >> 2) * 32u + (u & 3u) * 4u; // 4 units per block
     }
     return u * UNIT;
+}
+
+// NORM_X in the row mode: the x values of the unit starting at element k0
+// (as loadXUnit laid them out) add their squares to `squares` and are
+// multiplied by the norm's weights.
+void normUnit(uint k0, inout vec4 lo, inout vec4 hi, inout float squares)
+{
+    squares += dot(lo, lo) + dot(hi, hi); // hi is 0 for 4-element units
+    // (the second 4 elements: Q4_0's k0 + 16.., the next 4 of 8-element units)
+    uint second = W_TYPE == TYPE_Q4_0 ? 16u : 4u;
+    uint e = p.normOffset + k0;
+    if (NORM_VEC) {
+        lo *= GLoad4(NORM_TYPE, e);
+        if (W_TYPE == TYPE_Q4_0 || UNIT == 8) {
+            hi *= GLoad4(NORM_TYPE, e + second);
+        }
+    } else {
+        for (uint i = 0; i < 4u; ++i) {
+            lo[i] *= GLoad(NORM_TYPE, e + i);
+            if (W_TYPE == TYPE_Q4_0 || UNIT == 8) {
+                hi[i] *= GLoad(NORM_TYPE, e + second + i);
+            }
+        }
+    }
 }
 
 // The 4 quantized bytes of unit u of the row starting at weight rowStart.
@@ -316,9 +369,13 @@ void rowMode()
     // Units beyond k (only when k is not a multiple of the unit, float
     // weights) are handled element by element below.
     uint units = W_QUANT ? p.k / (W_TYPE == TYPE_Q8_0 ? 4u : 8u) : p.k / UNIT;
+    float squares = 0.0; // NORM_X: of the x elements this thread reads
     for (uint u = tid; u < units; u += WG) {
         vec4 xlo, xhi;
         loadXUnit(xBase, unitStart(u), xlo, xhi);
+        if (NORM_X != 0) {
+            normUnit(unitStart(u), xlo, xhi, squares);
+        }
 #ifdef INT_DOT
         float xScaleLo, xScaleHi = 0.0;
         uint qxLo = quantize4(xlo, xScaleLo);
@@ -351,6 +408,10 @@ void rowMode()
     if (!W_QUANT) {
         for (uint kk = units * UNIT + tid; kk < p.k; kk += WG) {
             float x = xAt(xBase, kk);
+            if (NORM_X != 0) {
+                squares += x * x;
+                x *= GLoad(NORM_TYPE, p.normOffset + kk);
+            }
             for (uint r = 0; r < ROWS; ++r) {
                 uint row = row0 + r;
                 if (row < p.rows) {
@@ -360,7 +421,7 @@ void rowMode()
         }
     }
 
-    reduceAndWrite(sums, row0, outBase);
+    reduceAndWrite(sums, row0, outBase, squares);
 }
 
 // Loads step `t` of the ROWS rows into registers (16-byte chunks; zeros past
@@ -463,7 +524,7 @@ void stagedRowMode()
             }
         }
     }
-    reduceAndWrite(sums, row0, outBase);
+    reduceAndWrite(sums, row0, outBase, 0.0);
 }
 
 // Row mode for the block formats beyond Q8_0/Q4_0 (QuantBlocks.glsl): a
@@ -684,7 +745,7 @@ void unitRowMode()
             sums[r] += unitDot(at, part, xs, xsum);
         }
     }
-    reduceAndWrite(sums, row0, outBase);
+    reduceAndWrite(sums, row0, outBase, 0.0);
 }
 
 #ifdef INT_DOT
@@ -770,30 +831,6 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
     return squares;
 }
 
-// NORM_X: each subgroup's sum of the squares of x (the blocks its threads
-// quantized), shared before the barrier that ends the quantization of x;
-// after it, 1 / rms of x (1 without NORM_X).
-shared float normSquares[64];
-void shareSquares(float squares)
-{
-    if (NORM_X != 0) {
-        float s = subgroupAdd(squares);
-        if (subgroupElect()) {
-            normSquares[gl_SubgroupID] = s;
-        }
-    }
-}
-float inverseRms()
-{
-    if (NORM_X == 0) {
-        return 1.0;
-    }
-    float total = 0.0;
-    for (uint g = 0; g < gl_NumSubgroups; ++g) {
-        total += normSquares[g];
-    }
-    return inversesqrt(total / float(p.k) + p.normEps);
-}
 
 // Word `at` (a byte offset, even) of a group held as 16-byte chunks: two
 // halves funnelled together when it is not word aligned (`at` is a

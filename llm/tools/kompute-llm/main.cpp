@@ -347,14 +347,19 @@ seconds(std::chrono::steady_clock::time_point since)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-/** Runs `run` (which returns its seconds) until a second of it has passed,
- * at least once: GPUs leave their idle clock only after about a second of
+/** Runs `run` (which returns its seconds) once, then until a second of it
+ * has passed: GPUs leave their idle clock only after about a second of
  * work, and one pp512 step is a tenth of that (the H200's first measured
- * repetition ran at 55% of the others after a single warm-up run). */
+ * repetition ran at 55% of the others after a single warm-up run). The
+ * first run is not counted: it builds the step's pipelines, seconds of the
+ * driver's compiler with the GPU idle (an F16 pp512 on an H100 then measured
+ * its first repetition at 5,142 tokens/s and the next seven at 12,206 to
+ * 12,408). */
 template<typename Run>
 void
 warmUp(Run&& run)
 {
+    run();
     double spent = 0;
     do {
         spent += run();

@@ -122,14 +122,6 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     if (halfRows) {
         mNormedHalf = halves(manager, batch * c.embeddingLength);
         mHiddenHalf = halves(manager, batch * c.feedForwardLength);
-        // The fused gate/up product's output, which only SwiGLU reads (and
-        // rounds to f16 for the down projection): f16 halves the bytes the
-        // product writes and SwiGLU reads (2 x 29 MB a layer for Llama-8B
-        // at 512 tokens). Layers with gate and up apart keep mGate/mUp.
-        if (std::any_of(mModel->layers().begin(), mModel->layers().end(),
-                        [](const Model::Layer& w) { return w.wGate.tensor == w.wUp.tensor; })) {
-            mGateUpHalf = halves(manager, batch * 2 * c.feedForwardLength);
-        }
     }
 
     // The KV cache, f16: per layer [capacity][kvHeads][headDim] for keys and
@@ -401,13 +393,13 @@ Context::record(Step& s)
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
-            const std::shared_ptr<kp::Tensor>& rows = half && mGateUpHalf ? mGateUpHalf : mGate;
-            linear(normed, gateUp, rows, false, t, 0, "ffn_gate_up");
+            linear(normed, gateUp, mGate, false, t, 0, "ffn_gate_up");
             swiglu.cols = ff;
             swiglu.upOffset = ff;
             swiglu.gateRowStride = 2 * ff;
             swiglu.upRowStride = 2 * ff;
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ rows, rows, hidden }, swiglu),
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden },
+                                               swiglu),
                 "swiglu (OpSwiGLU)");
         } else {
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");

@@ -284,9 +284,6 @@ class Context
 
     std::map<std::pair<uint32_t, int>, std::unique_ptr<Step>> mSteps;
     std::vector<OpTime> mProfile;
-    // The f16 [gate | up] rows that the fused gate/up product of steps of
-    // several tokens writes for SwiGLU (null where those keep f32).
-    std::shared_ptr<kp::Tensor> mGateUpHalf;
 };
 
 } // namespace llm

@@ -229,10 +229,10 @@ Context::record(Step& s)
             label + " (OpRMSNorm)");
     };
     // One token: the RMSNorm of the residual row inside the mat-vec that
-    // reads it (MatMulParams::normA: x normalized as the int-dot mat-vec
+    // reads it (MatMulParams::normA: x normalized as the mat-vec reads or
     // quantizes it), one dispatch and one barrier fewer, where the device
-    // and the weights take that mode; else OpRMSNorm into `normed`, then the
-    // product.
+    // and the weights take a mode that does (float weights, the int-dot
+    // quantized-x mode); else OpRMSNorm into `normed`, then the product.
     auto normedLinear = [&](const DeviceWeight& norm, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
                             const std::string& normLabel, const std::string& label) {
         if (t == 1) {

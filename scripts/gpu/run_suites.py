@@ -171,12 +171,13 @@ SHARDS = {"test_kernels_matmul": 3}
 
 def run_binary(binary, args, results, logs, shard=None):
     name = binary.name
+    log_path = logs / f"{name}.log"
     env = dict(os.environ)
     if shard is not None:
-        env["GTEST_TOTAL_SHARDS"] = str(SHARDS[name])
+        env["GTEST_TOTAL_SHARDS"] = str(SHARDS[binary.name])
         env["GTEST_SHARD_INDEX"] = str(shard)
-        name = f"{name} (shard {shard + 1}/{SHARDS[name]})"
-    log_path = logs / f"{name.replace(' ', '-').replace('(', '').replace(')', '').replace('/', 'of')}.log"
+        name = f"{binary.name} (shard {shard + 1}/{SHARDS[binary.name]})"
+        log_path = logs / f"{binary.name}-shard{shard + 1}.log"
     env["KOMPUTE_TEST_TIMEOUT"] = str(args.test_timeout)
     hang_command = debugger_command("%p")
     if hang_command:

@@ -49,13 +49,13 @@ layout(constant_id = 13) const uint QX_PREFETCH = 0;
 // weights loaded coalesced and handed to their threads through shared
 // memory (qxStagedRows).
 layout(constant_id = 14) const uint QX_STAGE = 0;
-// qxRowMode only: x RMS-normalized as it is quantized, x[k] * g[k] /
-// sqrt(mean(x^2) + normEps), g the norm's weights at binding 3 from
-// element normOffset (an LLM's RMSNorm inside the product that reads it:
-// MatMulParams::normA). 0: none; else 1 + g's element type, + 4 where
-// normOffset is a multiple of 4 (4-element loads of g). The weights scale
-// x before it is quantized; 1 / rms, a factor of the whole row, scales
-// each output.
+// qxRowMode and rowMode only: x RMS-normalized as it is read (and
+// quantized), x[k] * g[k] / sqrt(mean(x^2) + normEps), g the norm's
+// weights at binding 3 from element normOffset (an LLM's RMSNorm inside the
+// product that reads it: MatMulParams::normA). 0: none; else 1 + g's
+// element type, + 4 where normOffset is a multiple of 4 (4-element loads of
+// g). The weights scale x before it is quantized; 1 / rms, a factor of the
+// whole row, scales each output.
 layout(constant_id = 15) const uint NORM_X = 0;
 const uint NORM_TYPE = (NORM_X + 3u) & 3u;
 const bool NORM_VEC = NORM_X > 4u;

@@ -952,7 +952,8 @@ matVecName(const Context& ctx, uint32_t rows, uint32_t k, uint32_t wType, const 
            (config.qxBlocks && config.maxGroups
               ? " grid " + std::to_string(config.maxGroups / std::max(ctx.view.smCount, 1u)) + "/sm"
               : "") +
-           (config.qxBlocks && config.prefetch ? " prefetch" : "") + (config.qxBlocks && config.stage ? " stage" : "");
+           (config.qxBlocks && config.prefetch ? " prefetch" : "") + (config.qxBlocks && config.stage ? " stage" : "") +
+           (config.qxBlocks && config.interleave ? " interleave " + std::to_string(config.interleave) : "");
 }
 
 void
@@ -1047,6 +1048,28 @@ qxConfigs(uint32_t k, uint32_t sms)
     for (uint32_t r : { 8u, 16u }) {
         configs.push_back({ 256, r, 8, false, 32, 128 });
     }
+    return configs;
+}
+
+// The grouped forms' sweep (Q8_0X8, Q4_0X8): the interleaved loop (a row's
+// threads on neighbouring chunks; x whole) over the grids and shapes of
+// qxConfigs, beside the default's per-group loop and x in chunks.
+std::vector<MatVecConfig>
+groupedConfigs(uint32_t k, uint32_t sms)
+{
+    std::vector<MatVecConfig> configs;
+    uint32_t whole = std::max(8u, (k / 32 + 7) / 8 * 8);
+    for (uint32_t threads : { 128u, 256u }) {
+        for (uint32_t r : { 8u, 16u, 32u }) {
+            for (uint32_t perSm : { 2u, 4u }) {
+                for (uint32_t batch : { 8u, 16u }) {
+                    configs.push_back({ threads, r, 8, false, 32, whole, perSm * sms, false, false, batch });
+                }
+            }
+        }
+    }
+    configs.push_back({ 256, 16, 8, false, 32, whole, 2 * sms }); // a group a thread
+    configs.push_back({ 256, 16, 8, false, 32, 128 });             // x in chunks
     return configs;
 }
 
@@ -1227,8 +1250,9 @@ main(int argc, char** argv)
             std::vector<GemmProblem> products = { { big, big, big, false, kF16, kF16, kF32 },
                                                   { tokens, out, in, true, kF16, kF16, kF32 } };
             // The Llama-8B prefill products with quantized weights: ffn
-            // gate or up, ffn_down, the fused qkv, the attention output.
-            for (uint32_t type : { kQ4_0, kQ8_0 }) {
+            // gate or up, ffn_down, the fused qkv, the attention output
+            // (GGUF's blocks and our grouped forms).
+            for (uint32_t type : { kQ4_0, kQ8_0, kQ4_0X8, kQ8_0X8 }) {
                 products.push_back({ tokens, out, in, true, kF16, type, kF32 });
                 products.push_back({ tokens, in, out, true, kF16, type, kF32 });
                 if (!options.quick) {
@@ -1381,16 +1405,19 @@ main(int argc, char** argv)
                { 28672, 4096 }, { 14336, 4096 }, { 4096, 14336 }, { 6144, 4096 }, { 4096, 4096 } }) {
             uint32_t rows = options.quick ? shape.first / 16 : shape.first;
             uint32_t k = options.quick ? shape.second / 16 : shape.second;
-            for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K }) {
-                if (!options.filter.empty() && options.filter.find("matvec") == std::string::npos) {
-                    continue;
-                }
-                if (isQuantized(w) && !hasUnitRowModes(w) && k % 256 != 0) {
+            for (uint32_t w : { kF16, kQ8_0, kQ4_0, kQ8_0X8, kQ4_0X8, kQ4_K, kQ5_K, kQ6_K }) {
+                if (isQuantized(w) && (isGrouped(w) || !hasUnitRowModes(w)) && k % 256 != 0) {
                     continue; // --quick's k = 896: not whole super-blocks
                 }
                 auto configsOf = [&](bool intDot) {
                     std::vector<MatVecConfig> configs;
-                    if (intDot && !hasUnitRowModes(w)) {
+                    if (isGrouped(w)) {
+                        // Not staged; the int-dot build's quantized-x mode.
+                        configs.push_back({ 256, 4, 8, false, 32 });
+                        if (intDot) {
+                            configs = groupedConfigs(k, std::max(ctx.view.smCount, 1u));
+                        }
+                    } else if (intDot && !hasUnitRowModes(w)) {
                         // Q4_K, Q5_K: the int-dot build has only its quantized-x mode.
                         configs = qxConfigs(k, std::max(ctx.view.smCount, 1u));
                     } else if (isQuantized(w) && !hasUnitRowModes(w)) {

@@ -92,6 +92,7 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     UnaryOp,
     WeightFormat,
     dequantize,
+    group_blocks,
     quantize,
 )
 

@@ -596,6 +596,22 @@ bindMatMul(nb::module_& m)
       "blocks"_a,
       keepGil,
       "The float32 weights of GGUF blocks (uint8, whole blocks).");
+    m.def(
+      "group_blocks",
+      [](WeightFormat format, const ArrayLike& blocks) {
+          nb::module_ np = nb::module_::import_("numpy");
+          nb::bytes raw = nb::cast<nb::bytes>(
+            np.attr("ascontiguousarray")(blocks.object, nb::arg("dtype") = "uint8").attr("tobytes")());
+          std::vector<uint8_t> grouped =
+            kp::groupBlocks(format, reinterpret_cast<const uint8_t*>(raw.c_str()), raw.size());
+          nb::bytes encoded(reinterpret_cast<const char*>(grouped.data()), grouped.size());
+          return NdArray{ np.attr("frombuffer")(encoded, nb::arg("dtype") = "uint8").attr("copy")() };
+      },
+      "format"_a,
+      "blocks"_a,
+      keepGil,
+      "Q8_0 or Q4_0 blocks (uint8, a multiple of 8 blocks) regrouped as q8_0x8 or q4_0x8 (the same weights, "
+      "each group's 8 scales first): what the mat-vec loads coalesced.");
 }
 
 } // namespace
@@ -619,7 +635,11 @@ bindKernels(nb::module_& m)
       .value("q5_k", WeightFormat::eQ5_K, "GGUF Q5_K: 176-byte super-blocks of 256 weights")
       .value("q6_k", WeightFormat::eQ6_K, "GGUF Q6_K: 210-byte super-blocks of 256 weights")
       .value("iq4_nl", WeightFormat::eIQ4_NL, "GGUF IQ4_NL: 18-byte blocks of 32 weights (non-linear levels)")
-      .value("iq4_xs", WeightFormat::eIQ4_XS, "GGUF IQ4_XS: 136-byte super-blocks of 256 weights");
+      .value("iq4_xs", WeightFormat::eIQ4_XS, "GGUF IQ4_XS: 136-byte super-blocks of 256 weights")
+      .value("q8_0x8", WeightFormat::eQ8_0X8,
+             "ours: 8 Q8_0 blocks grouped, their scales first (272 bytes per 256 weights; group_blocks)")
+      .value("q4_0x8", WeightFormat::eQ4_0X8,
+             "ours: 8 Q4_0 blocks grouped, their scales first (144 bytes per 256 weights; group_blocks)");
 
     nb::class_<KernelOp, OpBase>(m,
                                  "KernelOp",

@@ -157,3 +157,42 @@ def test_rows_of_partial_super_blocks_are_errors(mgr):
     c = mgr.tensor(np.zeros(4, np.float32))
     with pytest.raises(kp.Error, match="k = 128 is not a multiple of 256"):
         kp.OpMatMul([a, b, c], m=1, n=4, k=128, trans_b=True, format_b=kp.WeightFormat.q4_k)
+
+
+def numpy_groups(blocks, size):
+    """GGUF Q8_0 / Q4_0 blocks regrouped by 8 in numpy: each group's 8 f16
+    scales first, then the 8 blocks' quants in order."""
+    b = blocks.reshape(-1, 8, size)
+    return np.concatenate([b[:, :, :2].reshape(-1, 16), b[:, :, 2:].reshape(-1, 8 * (size - 2))], axis=1).reshape(-1)
+
+
+@pytest.mark.parametrize("name", ["q8_0", "q4_0"])
+def test_grouped_blocks_hold_the_same_weights(mgr, path, name):
+    """kp.group_blocks against a numpy regrouping, its values against gguf's
+    dequantization of the blocks it came from, and the kernels (GEMM and
+    mat-vec: the int-dot modes where the device has integer dot products,
+    the tiled GEMM with `path`) on the grouped bytes against numpy."""
+    weights, size = block_shape(name)
+    n, k = 37, 768
+    blocks = random_blocks(name, n * k // weights, 7)
+    grouped = kp.group_blocks(fmt(name), blocks)
+    np.testing.assert_array_equal(grouped, numpy_groups(blocks, size))
+    W = quants.dequantize(blocks, qtype(name)).astype(np.float32).reshape(n, k)
+    np.testing.assert_array_equal(kp.dequantize(fmt(name + "x8"), grouped).reshape(n, k), W)
+    rng = np.random.default_rng(8)
+    for m in (1, 9):
+        a = mgr.tensor(rng.uniform(-1, 1, m * k).astype(np.float32))
+        b = mgr.tensor_t(grouped)
+        c = mgr.tensor(np.full(m * n, np.nan, np.float32))
+        op = kp.OpMatMul([a, b, c], m=m, n=n, k=k, trans_b=True, format_b=fmt(name + "x8"))
+        run(mgr, [a, b, c], op, [c])
+        A = a.data().astype(np.float64).reshape(m, k)
+        ref = A @ W.astype(np.float64).T
+        magnitude = np.abs(A) @ np.abs(W.astype(np.float64).T)
+        tolerance = 1 / 127 if op.path() == "matvec-int-dot" else 1e-4
+        got = c.data().astype(np.float64).reshape(m, n)
+        assert (np.abs(got - ref) <= tolerance * magnitude + 1e-6).all(), op.path()
+    with pytest.raises(kp.Error, match="not whole groups of 8"):
+        kp.group_blocks(fmt(name), blocks[:7 * size])
+    with pytest.raises(kp.Error, match="groups Q8_0 or Q4_0 blocks"):
+        kp.group_blocks(kp.WeightFormat.q4_k, blocks[:144])

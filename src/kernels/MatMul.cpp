@@ -157,11 +157,13 @@ groups(uint64_t extent, uint32_t tile)
     return static_cast<uint32_t>((extent + tile - 1) / tile);
 }
 
-// KOMPUTE_ENV_MATVEC_QX=threads:rows:groupsPerSM:prefetch:stage replaces
-// the quantized-x mat-vec's choice (a tuning knob: kompute-llm runs with
-// each candidate measure it end to end; groupsPerSM 0 is one workgroup per
-// tile of rows; prefetch and stage 0 or 1: MatVecConfig). A value that
-// does not parse or fit the device is reported and ignored.
+// KOMPUTE_ENV_MATVEC_QX=threads:rows:groupsPerSM:prefetch:stage[:interleave]
+// replaces the quantized-x mat-vec's choice (a tuning knob: kompute-llm
+// runs with each candidate measure it end to end; groupsPerSM 0 is one
+// workgroup per tile of rows; prefetch and stage 0 or 1, interleave 0-16
+// chunks: MatVecConfig; interleave, for grouped weights, keeps the choice
+// when left out). A value that does not parse or fit the device is
+// reported and ignored.
 void
 overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
 {
@@ -169,16 +171,17 @@ overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
     if (!text || !*text) {
         return;
     }
-    unsigned threads = 0, rows = 0, perSm = 0, prefetch = 0, stage = 0;
+    unsigned threads = 0, rows = 0, perSm = 0, prefetch = 0, stage = 0, interleave = config.interleave;
     char end = 0;
-    if (std::sscanf(text, "%u:%u:%u:%u:%u%c", &threads, &rows, &perSm, &prefetch, &stage, &end) == 5 &&
-        prefetch <= 1 && stage <= 1) {
+    int fields = std::sscanf(text, "%u:%u:%u:%u:%u:%u%c", &threads, &rows, &perSm, &prefetch, &stage, &interleave, &end);
+    if ((fields == 5 || fields == 6) && prefetch <= 1 && stage <= 1) {
         MatVecConfig c = config;
         c.threads = threads;
         c.rows = rows;
         c.maxGroups = perSm * (view.smCount ? view.smCount : 1);
         c.prefetch = prefetch != 0;
         c.stage = stage != 0;
+        c.interleave = interleave;
         std::string problem = matVecProblem(c, view, wType);
         if (problem.empty()) {
             config = c;
@@ -187,8 +190,8 @@ overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
         KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: {}", text, problem);
         return;
     }
-    KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: expected threads:rows:groupsPerSM:prefetch:stage, e.g. "
-                "256:16:2:0:0",
+    KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: expected threads:rows:groupsPerSM:prefetch:stage[:interleave], "
+                "e.g. 256:16:2:0:0",
                 text);
 }
 
@@ -410,7 +413,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                       (view.intDot || (view.intDotSupported && caps.isDisabled("matvec-float")));
         bool wholeChunks = !mv.columnMode &&
                            matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
-        bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !caps.isDisabled("staged");
+        bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !isGrouped(mv.w) && !caps.isDisabled("staged");
         // The quantized-x mode (x quantized to int8 once per workgroup) is
         // the int-dot build's default: on the H200 it beat the staged mode
         // end to end (Llama-8B tg128: Q4_0 261.5 -> 294.5 t/s, Q8_0 203.7 ->

@@ -62,6 +62,8 @@ elementTypeName(uint32_t type)
         case kQ6_K: return "q6_k";
         case kIQ4_NL: return "iq4_nl";
         case kIQ4_XS: return "iq4_xs";
+        case kQ8_0X8: return "q8_0x8";
+        case kQ4_0X8: return "q4_0x8";
     }
     return "unknown";
 }
@@ -70,7 +72,7 @@ uint32_t
 quantElementType(WeightFormat format)
 {
     static_assert(uint32_t(WeightFormat::eQ8_0) + 2 == kQ8_0 && uint32_t(WeightFormat::eQ4_K) + 2 == kQ4_K &&
-                    uint32_t(WeightFormat::eIQ4_XS) + 2 == kIQ4_XS,
+                    uint32_t(WeightFormat::eIQ4_XS) + 2 == kIQ4_XS && uint32_t(WeightFormat::eQ4_0X8) + 2 == kQ4_0X8,
                   "MatMulCommon.glsl numbers the block formats in kp::WeightFormat's order");
     return static_cast<uint32_t>(format) + 2;
 }
@@ -94,7 +96,7 @@ std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
     return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
-             c.qxBlocks, v.glu, c.prefetch, c.stage, v.norm };
+             c.qxBlocks, v.glu, c.prefetch, c.stage, v.norm, c.interleave };
 }
 
 uint32_t
@@ -151,7 +153,7 @@ coopmatQuantWordsFit(const CoopmatConfig& c,
                      uint64_t batchStride,
                      uint32_t batch)
 {
-    return (bType == kQ8_0 || bType == kQ4_0) && quantWordsTile(c) && k % 64 == 0 && ldb % 64 == 0 &&
+    return (bType == kQ8_0 || bType == kQ4_0 || isGrouped(bType)) && quantWordsTile(c) && k % 64 == 0 && ldb % 64 == 0 &&
            offset % 64 == 0 && (batch <= 1 || batchStride % 64 == 0);
 }
 
@@ -242,6 +244,9 @@ matVecProblem(const MatVecConfig& c, const DeviceView& device, uint32_t wType)
     }
     if (c.kSplit == 0 || c.threads % c.kSplit) {
         return "the threads must split k evenly";
+    }
+    if (c.interleave > 16) {
+        return format("{} chunks at once exceed the interleaved loop's 16", c.interleave);
     }
     if (c.qxBlocks) {
         uint32_t perRow = c.threads / c.rows;
@@ -351,7 +356,7 @@ matVecQxSharedBytes(const MatVecConfig& c, uint32_t wType)
     // scales (padded), beside the partial sums; staged, a group of weights
     // per thread (GROUP_U4 16-byte chunks).
     uint32_t groups = std::max(c.qxBlocks / 8, 1u);
-    uint32_t groupChunks = wType == kQ8_0 ? 17 : wType == kQ5_K ? 11 : 9;
+    uint32_t groupChunks = wType == kQ8_0 || wType == kQ8_0X8 ? 17 : wType == kQ5_K ? 11 : 9;
     // (+ 64 floats: the sums of squares of a normalized x, MatVecVariant::norm)
     return groups * (17 * 16 + 9 * 8) + kMatVecPartials * 4 + 64 * 4 + (c.stage ? c.threads * groupChunks * 16 : 0);
 }
@@ -361,8 +366,8 @@ matVecStageable(uint32_t wType, uint32_t k, uint64_t ld, uint64_t offset, uint64
 {
     // Rows of whole 16-byte chunks: 8 blocks (34 * 8 and 18 * 8 bytes).
     const uint64_t eightBlocks = 8 * 32;
-    if (wType == kQ4_K || wType == kQ5_K) {
-        return true; // OpMatMul checks whole super-blocks
+    if (wType == kQ4_K || wType == kQ5_K || isGrouped(wType)) {
+        return true; // OpMatMul checks whole (super-)blocks of 256 weights
     }
     return hasUnitRowModes(wType) && k % eightBlocks == 0 && ld % eightBlocks == 0 && offset % eightBlocks == 0 &&
            (batch == 1 || batchStride % eightBlocks == 0);
@@ -412,6 +417,13 @@ chooseMatVec(const DeviceView& device,
         // one workgroup per tile), CPUs 8 workgroups (their cores take a
         // workgroup at a time).
         qx.maxGroups = device.isCpu() ? 8 : device.smCount * kQxGroupsPerSm;
+        // Grouped Q4_0: a row's threads on neighbouring chunks, 8 at once
+        // (where x is whole; the shader keeps a group a thread otherwise):
+        // H200 tg128 346.1 t/s against 340.2 with a group a thread and
+        // 339.1 on GGUF's layout. Grouped Q8_0 keeps a group a thread:
+        // 229.1 against 216.4 interleaved (faster alone on 28672 x 4096,
+        // 3527 against 2943 GB/s, slower end to end; docs/matmul-tuning.md).
+        qx.interleave = wType == kQ4_0X8 ? 8 : 0;
         if (matVecProblem(qx, device, wType).empty()) {
             return qx;
         }
@@ -426,7 +438,7 @@ chooseMatVec(const DeviceView& device,
         c.threads = std::min(256u, device.maxInvocations);
         c.rows = 8;
         c.staged = true;
-        c.tileBlocks = c.threads / (wType == kQ8_0 ? 8 : 4);
+        c.tileBlocks = c.threads / (wType == kQ8_0 ? 8 : 4); // (never grouped: OpMatMul)
     }
     while (ceilDiv(outputs, c.rows) > device.maxGroupCount[0] && c.rows < 64) {
         c.rows *= 2;

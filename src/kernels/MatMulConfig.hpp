@@ -34,20 +34,30 @@ enum ElementType : uint32_t
     kQ6_K = 12,
     kIQ4_NL = 13,
     kIQ4_XS = 14,
+    kQ8_0X8 = 15,
+    kQ4_0X8 = 16,
 };
 
 const char* elementTypeName(uint32_t type);
 inline bool
 isQuantized(uint32_t type)
 {
-    return type >= kQ8_0 && type <= kIQ4_XS;
+    return type >= kQ8_0 && type <= kQ4_0X8;
+}
+/** Q8_0 and Q4_0 blocks grouped by 8, their scales first
+ * (kp::WeightFormat::eQ8_0X8, eQ4_0X8). */
+inline bool
+isGrouped(uint32_t type)
+{
+    return type == kQ8_0X8 || type == kQ4_0X8;
 }
 /** The formats the mat-vec reads in 4-byte units, with its staged and
- * integer-dot row modes; the others take its block row mode. */
+ * integer-dot row modes (grouped: not staged); the others take its block
+ * row mode. */
 inline bool
 hasUnitRowModes(uint32_t type)
 {
-    return type == kQ8_0 || type == kQ4_0;
+    return type == kQ8_0 || type == kQ4_0 || isGrouped(type);
 }
 /** The formats the int-dot build's quantized-x row mode takes (Q8_0 and
  * Q4_0 in groups of 8 blocks, Q4_K and Q5_K a super-block at a time). */
@@ -139,7 +149,9 @@ struct CoopmatConfig
  * issues the loads of a thread's next group before the dot products of its
  * current one, and `stage` loads the weights coalesced and hands each
  * thread its group through shared memory (where x fits whole and a row's
- * threads are one subgroup's). */
+ * threads are one subgroup's); `interleave` (grouped weights, Q8_0X8 and
+ * Q4_0X8, x whole) has a row's threads load neighbouring 16-byte chunks of
+ * its quants, that many at once, instead of a group of 8 blocks each. */
 struct MatVecConfig
 {
     uint32_t threads = 128, rows = 2, kSplit = 8;
@@ -149,6 +161,10 @@ struct MatVecConfig
     uint32_t maxGroups = 0;
     bool prefetch = false;
     bool stage = false;
+    // Grouped weights with x whole: a row's threads take neighbouring
+    // 16-byte chunks of its quants, this many loaded at once (QX_INTERLEAVE,
+    // 1-16), not a group each (0).
+    uint32_t interleave = 0;
 };
 
 /** Types, transposes and alignment of one GEMM. */

@@ -16,12 +16,14 @@
 // the largest of them: |c - ref| <= S / 127 for it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <kompute/kernels/GetRows.hpp>
@@ -48,12 +50,15 @@ enum class Elem
     Q6_K,
     IQ4_NL,
     IQ4_XS,
+    Q8_0X8, ///< ours: Q8_0 blocks grouped by 8, their scales first
+    Q4_0X8,
 };
 
-/** The block formats beyond Q8_0 and Q4_0, in kp::WeightFormat's order. */
-inline const std::vector<Elem> kBlockFormats = { Elem::Q4_1, Elem::Q5_0, Elem::Q5_1,  Elem::Q2_K,
-                                                 Elem::Q3_K, Elem::Q4_K, Elem::Q5_K,  Elem::Q6_K,
-                                                 Elem::IQ4_NL, Elem::IQ4_XS };
+/** The block formats beyond Q8_0 and Q4_0, in kp::WeightFormat's order
+ * (with our grouped forms of those two). */
+inline const std::vector<Elem> kBlockFormats = { Elem::Q4_1, Elem::Q5_0,   Elem::Q5_1,   Elem::Q2_K,
+                                                 Elem::Q3_K, Elem::Q4_K,   Elem::Q5_K,   Elem::Q6_K,
+                                                 Elem::IQ4_NL, Elem::IQ4_XS, Elem::Q8_0X8, Elem::Q4_0X8 };
 
 inline bool
 isQuant(Elem e)
@@ -104,6 +109,8 @@ randomBlocks(kp::WeightFormat format, size_t blocks, uint32_t seed)
         case kp::WeightFormat::eQ2_K: halves = { 80, 82 }; break;
         case kp::WeightFormat::eQ3_K: halves = { 108 }; break;
         case kp::WeightFormat::eQ6_K: halves = { 208 }; break;
+        case kp::WeightFormat::eQ8_0X8:
+        case kp::WeightFormat::eQ4_0X8: halves = { 0, 2, 4, 6, 8, 10, 12, 14 }; break;
         default: halves = { 0 }; break;
     }
     uint32_t size = kp::blockBytes(format);

@@ -355,7 +355,9 @@ TEST_F(MatMul, CooperativeMatrixTileOverride)
 // tiles (rows of B past n are zeros), which a GPU of up to 133
 // multiprocessors takes 64 deep; k of 1 and 3 tiles; B at an offset of 64
 // weights with rows 128 apart, alpha and beta; k = 96 (1.5 tiles) and an
-// offset of 32 take the chunks. (f16 A: f32 A changes only A's staging.)
+// offset of 32 take the chunks; the grouped forms (Q8_0X8, Q4_0X8) with
+// random bytes, and batched at an offset. (f16 A: f32 A changes only A's
+// staging.)
 TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
 {
     const auto& cm = mgr().capabilities().cooperativeMatrix;
@@ -398,12 +400,29 @@ TEST_F(MatMul, CooperativeMatrixQuantizedWeightsAsWords)
                     EXPECT_EQ(runGemmCase(mgr(), gc), path);
                 }
             }
+            // The grouped forms: a tile's two blocks are a quarter of a
+            // group (k = 768: three groups; a batch of offset matrices).
+            for (Elem b : { Elem::Q8_0X8, Elem::Q4_0X8 }) {
+                GemmCase gc{ shape(512, 3170, 768, false, true), Elem::F16, b, Elem::F32 };
+                gc.seed = 768 + static_cast<uint32_t>(b);
+                gc.rawBlocks = true;
+                EXPECT_EQ(runGemmCase(mgr(), gc), path);
+                GemmCase batched{ shape(512, 3200, 256, false, true), Elem::F16, b, Elem::F16 };
+                batched.p.batch = 2;
+                batched.p.ldb = 512;
+                batched.p.offsetB = 256;
+                batched.p.strideB = 3200 * 512;
+                batched.p.beta = 0.5f;
+                EXPECT_EQ(runGemmCase(mgr(), batched), path);
+            }
         }
     }
 }
 
 // The int-dot mat-vec's three row modes (Q8_0/Q4_0; Q4_K and Q5_K: the
-// quantized-x one), on every device whose
+// quantized-x one; Q8_0X8/Q4_0X8: the quantized-x one, whose rows' threads
+// take neighbouring chunks where x is whole, and the plain one), on every
+// device whose
 // driver has integer dot products at all: "matvec-float" makes lavapipe,
 // which does not accelerate them, take the int-dot build too. Rows of whole
 // 16-byte chunks (k, ldb and offsetB multiples of 256 weights) take the
@@ -423,9 +442,9 @@ TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
         SCOPED_TRACE(disabled);
         DisablePaths disable(disabled);
         bool qx = std::string(disabled) == "matvec-float";
-        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K }) {
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K, Elem::Q8_0X8, Elem::Q4_0X8 }) {
             // The K-quants take the int-dot build in the quantized-x mode only.
-            bool kQuant = blockOf(b) == 256;
+            bool kQuant = b == Elem::Q4_K || b == Elem::Q5_K;
             const char* expected = kQuant && !qx ? "matvec" : "matvec-int-dot";
             for (Elem a : kInputTypes) {
                 for (const auto& s : std::vector<std::array<uint32_t, 3>>{
@@ -440,8 +459,8 @@ TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
                         GemmCase gc{ shape(s[0], s[1], s[2], transA, true), a, b, Elem::F32 };
                         gc.seed = s[1] + s[2] + (transA ? 1 : 0);
                         // Random bytes reach every bit of the K-quants'
-                        // packed scales.
-                        gc.rawBlocks = kQuant && transA;
+                        // packed scales (and every scale of a group).
+                        gc.rawBlocks = blockOf(b) == 256 && transA;
                         EXPECT_EQ(runGemmCase(mgr(), gc), expected);
                     }
                 }
@@ -470,7 +489,8 @@ TEST_F(MatMul, IntDotMatVecModesWhereTheDeviceHasIntegerDotProducts)
 }
 
 // The quantized-x mode's tuning variants through KOMPUTE_ENV_MATVEC_QX
-// (threads:rows:groupsPerSM:prefetch:stage; lavapipe counts one "SM"): one
+// (threads:rows:groupsPerSM:prefetch:stage[:interleave]; lavapipe counts
+// one "SM"): one
 // workgroup per tile of rows, grids smaller than the tiles (a workgroup
 // loops over several, x quantized once), the prefetch of each thread's
 // next group and of its group in the next tile, the staged (coalesced)
@@ -490,13 +510,20 @@ TEST_F(MatMul, QuantizedXMatVecTuningVariants)
     // (Each variant and type compiles a pipeline: on lavapipe about a second
     // each, so the block formats beyond Q4_0 run with one variant, whose
     // loop is the same for all.)
-    for (const char* variant :
-         { "64:8:0:0:0", "64:8:2:1:0", "64:4:3:0:0", "32:1:5:1:0", "128:4:1:1:0", "32:8:2:0:1", "64:4:0:0:1" }) {
+    for (const char* variant : { "64:8:0:0:0", "64:8:2:1:0", "64:4:3:0:0", "32:1:5:1:0", "128:4:1:1:0", "32:8:2:0:1",
+                                 "64:4:0:0:1", "64:8:2:0:0:0", "32:1:3:0:0:1" }) {
         SCOPED_TRACE(variant);
         ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", variant);
-        bool allTypes = std::string(variant) == "64:8:2:1:0" || std::string(variant) == "32:8:2:0:1";
-        for (Elem b : { Elem::Q4_0, Elem::Q8_0, Elem::Q4_K }) {
-            if (b != Elem::Q4_0 && !allTypes) {
+        std::string v = variant;
+        bool allTypes = v == "64:8:2:1:0" || v == "32:8:2:0:1";
+        // The grouped forms' loops: interleaved (their default; 32:1 sums
+        // a row's threads through shared memory) and a group a thread (the
+        // sixth field 0).
+        bool grouped = allTypes || v == "64:8:2:0:0:0" || v == "32:1:3:0:0:1";
+        for (Elem b : { Elem::Q4_0, Elem::Q8_0, Elem::Q4_K, Elem::Q4_0X8, Elem::Q8_0X8 }) {
+            bool isGrouped = b == Elem::Q4_0X8 || b == Elem::Q8_0X8;
+            bool sixFields = std::count(v.begin(), v.end(), ':') == 5;
+            if (isGrouped ? !grouped : sixFields || (b != Elem::Q4_0 && !allTypes)) {
                 continue;
             }
             for (const auto& s : std::vector<std::array<uint32_t, 3>>{ { 1, 37, 768 }, { 1, 9, 2304 }, { 1, 67, 1280 } }) {
@@ -534,17 +561,21 @@ TEST_F(MatMul, QuantizedXMatVecIsExactOnInt8Activations)
         GTEST_SKIP() << "'" << caps.deviceName << "' has no integer dot products";
     }
     DisablePaths disable("matvec-float");
-    const uint32_t n = 37, k = 2304;
-    std::mt19937 rng(5);
-    std::uniform_int_distribution<int> level(-127, 127);
-    std::vector<float> x(k);
-    for (uint32_t i = 0; i < k; ++i) {
-        x[i] = i % 32 == 7 ? (i % 64 == 7 ? 127.0f : -127.0f) : float(level(rng));
-    }
-    for (auto [b, raw] : std::vector<std::pair<Elem, bool>>{
-           { Elem::Q8_0, false }, { Elem::Q4_0, false }, { Elem::Q4_K, false }, { Elem::Q4_K, true },
-           { Elem::Q5_K, false }, { Elem::Q5_K, true } }) {
-        SCOPED_TRACE(std::string(elemName(b)) + (raw ? " random bytes" : ""));
+    // k = 2304: x in chunks on CPUs (whole on GPUs); 1536: whole (the
+    // grouped forms' interleaved loop).
+    for (auto [b, raw, k] : std::vector<std::tuple<Elem, bool, uint32_t>>{
+           { Elem::Q8_0, false, 2304 }, { Elem::Q4_0, false, 2304 }, { Elem::Q4_K, false, 2304 },
+           { Elem::Q4_K, true, 2304 }, { Elem::Q5_K, false, 2304 }, { Elem::Q5_K, true, 2304 },
+           { Elem::Q8_0X8, true, 2304 }, { Elem::Q4_0X8, true, 2304 }, { Elem::Q8_0X8, true, 1536 },
+           { Elem::Q4_0X8, true, 1536 }, { Elem::Q4_0X8, false, 1536 } }) {
+        SCOPED_TRACE(std::string(elemName(b)) + (raw ? " random bytes" : "") + " k " + std::to_string(k));
+        const uint32_t n = 37;
+        std::mt19937 rng(5);
+        std::uniform_int_distribution<int> level(-127, 127);
+        std::vector<float> x(k);
+        for (uint32_t i = 0; i < k; ++i) {
+            x[i] = i % 32 == 7 ? (i % 64 == 7 ? 127.0f : -127.0f) : float(level(rng));
+        }
         std::vector<float> wStored;
         std::shared_ptr<kp::Tensor> w;
         if (raw) {
@@ -585,7 +616,7 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
         }
         SCOPED_TRACE(disabled ? disabled : "default");
         DisablePaths disable(disabled);
-        for (Elem b : { Elem::F32, Elem::F16, Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q6_K }) {
+        for (Elem b : { Elem::F32, Elem::F16, Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q6_K, Elem::Q4_0X8 }) {
             for (Elem a : { Elem::F32, Elem::F16 }) {
                 for (uint32_t lda : { 0u, 3u }) {
                     SCOPED_TRACE(std::string(elemName(a)) + " x " + elemName(b) + " lda " + std::to_string(lda));
@@ -718,7 +749,7 @@ TEST_F(MatMul, NormInputInTheMatVec)
     }
     {
         DisablePaths disable("matvec-float");
-        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K }) {
+        for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_K, Elem::Q5_K, Elem::Q8_0X8, Elem::Q4_0X8 }) {
             for (Elem a : { Elem::F32, Elem::F16 }) {
                 for (Elem g : { Elem::F32, Elem::F16, Elem::BF16 }) {
                     if (g == Elem::BF16 && a == Elem::F16) {
@@ -844,9 +875,9 @@ class GetRows : public KomputeTest
 
 TEST_F(GetRows, LooksUpRowsOfEveryTableType)
 {
-    for (Elem type : { Elem::F32, Elem::F16, Elem::BF16, Elem::Q8_0, Elem::Q4_0 }) {
+    for (Elem type : { Elem::F32, Elem::F16, Elem::BF16, Elem::Q8_0, Elem::Q4_0, Elem::Q8_0X8, Elem::Q4_0X8 }) {
         SCOPED_TRACE(elemName(type));
-        const uint32_t tableRows = 11, cols = 96;
+        const uint32_t tableRows = 11, cols = blockOf(type) == 256 ? 512 : 96;
         std::vector<float> stored;
         auto table = makeOperand(mgr(), type, randomValues(tableRows * cols, 5), stored);
         std::vector<uint32_t> idValues = { 3, 0, 10, 3, 7 };

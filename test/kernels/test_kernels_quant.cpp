@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GGUF block formats beyond Q8_0/Q4_0 (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS): the host decoder kp::dequantize on
+// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) and our grouped Q8_0X8 and Q4_0X8
+// (kp::groupBlocks): the host decoder kp::dequantize on
 // blocks built by hand (python/tests/test_kernels_quant.py checks it against
 // the gguf package's on random blocks), kp::quantize by its round-trip
 // error, and the device's decoders against kp::dequantize: the embedding
@@ -46,7 +47,9 @@ TEST(Quantization, BlockSizesAndNames)
                                                 { WeightFormat::eQ5_K, 256, 176, "q5_k" },
                                                 { WeightFormat::eQ6_K, 256, 210, "q6_k" },
                                                 { WeightFormat::eIQ4_NL, 32, 18, "iq4_nl" },
-                                                { WeightFormat::eIQ4_XS, 256, 136, "iq4_xs" } }) {
+                                                { WeightFormat::eIQ4_XS, 256, 136, "iq4_xs" },
+                                                { WeightFormat::eQ8_0X8, 256, 272, "q8_0x8" },
+                                                { WeightFormat::eQ4_0X8, 256, 144, "q4_0x8" } }) {
         EXPECT_EQ(kp::blockWeights(e.format), e.weights) << e.name;
         EXPECT_EQ(kp::blockBytes(e.format), e.bytes) << e.name;
         EXPECT_STREQ(kp::toString(e.format), e.name);
@@ -56,6 +59,42 @@ TEST(Quantization, BlockSizesAndNames)
     std::vector<float> values(32, 1.0f);
     EXPECT_TRUE(throwsWith([&] { kp::quantize(WeightFormat::eQ4_K, values.data(), values.size()); },
                            { "32 values are not whole blocks of 256 weights (q4_k)" }));
+}
+
+// kp::groupBlocks: 8 Q8_0 / Q4_0 blocks regrouped, the scales first and
+// each block's quants after them in order, the same weights; quantizing
+// to the grouped format is the same as grouping the quantized blocks.
+TEST(Quantization, GroupsQ8_0AndQ4_0Blocks)
+{
+    std::vector<float> x(512);
+    for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = std::sin(0.37f * float(i)) * (1.0f + float(i % 97) / 50.0f);
+    }
+    for (WeightFormat base : { WeightFormat::eQ8_0, WeightFormat::eQ4_0 }) {
+        WeightFormat grouped = kp::groupedFormat(base);
+        SCOPED_TRACE(kp::toString(grouped));
+        uint32_t size = kp::blockBytes(base), quants = size - 2;
+        auto blocks = kp::quantize(base, x.data(), x.size());
+        auto regrouped = kp::groupBlocks(base, blocks.data(), blocks.size());
+        ASSERT_EQ(regrouped.size(), blocks.size());
+        for (size_t g = 0; g < 2; ++g) {
+            for (uint32_t b = 0; b < 8; ++b) {
+                const uint8_t* from = blocks.data() + (g * 8 + b) * size;
+                const uint8_t* to = regrouped.data() + g * 8 * size;
+                EXPECT_EQ(std::memcmp(to + 2 * b, from, 2), 0) << "the scale of block " << b;
+                EXPECT_EQ(std::memcmp(to + 16 + b * quants, from + 2, quants), 0) << "the quants of block " << b;
+            }
+        }
+        EXPECT_EQ(kp::quantize(grouped, x.data(), x.size()), regrouped);
+        EXPECT_EQ(kp::dequantize(grouped, regrouped.data(), 2), kp::dequantize(base, blocks.data(), 16));
+    }
+    EXPECT_EQ(kp::groupedFormat(WeightFormat::eQ4_K), WeightFormat::eNone);
+
+    std::vector<uint8_t> seven(7 * 18);
+    EXPECT_TRUE(throwsWith([&] { kp::groupBlocks(WeightFormat::eQ4_0, seven.data(), seven.size()); },
+                           { "126 bytes are not whole groups of 8 q4_0 blocks (144 bytes each)" }));
+    EXPECT_TRUE(throwsWith([&] { kp::groupBlocks(WeightFormat::eQ4_K, seven.data(), 144); },
+                           { "groups Q8_0 or Q4_0 blocks, not q4_k" }));
 }
 
 // Blocks whose bytes are set by hand, decoded as the GGUF layouts say.
@@ -215,7 +254,9 @@ TEST(Quantization, RoundTripErrorOfEveryFormat)
                                              { WeightFormat::eQ5_K, 0.06 },
                                              { WeightFormat::eQ6_K, 0.03 },
                                              { WeightFormat::eIQ4_NL, 0.11 },
-                                             { WeightFormat::eIQ4_XS, 0.11 } }) {
+                                             { WeightFormat::eIQ4_XS, 0.11 },
+                                             { WeightFormat::eQ8_0X8, 0.006 },
+                                             { WeightFormat::eQ4_0X8, 0.12 } }) {
         auto blocks = kp::quantize(b.format, x.data(), x.size());
         ASSERT_EQ(blocks.size(), x.size() / kp::blockWeights(b.format) * kp::blockBytes(b.format));
         auto y = kp::dequantize(b.format, blocks.data(), x.size() / kp::blockWeights(b.format));
@@ -239,6 +280,29 @@ TEST(Quantization, RoundTripErrorOfEveryFormat)
 class QuantKernels : public KomputeTest
 {
 };
+
+// What the kernel library prefers: Q4_0 rows of whole groups grouped, where
+// the mat-vec takes integer dot products (accelerated, or supported and
+// "matvec-float" off, as OpMatMul decides); the rest as they are.
+TEST_F(QuantKernels, PreferredWeightFormat)
+{
+    const auto& dot = mgr().capabilities().integerDotProduct;
+    bool accelerated = dot.accelerated4x8BitPacked && dot.accelerated4x8BitPackedMixed;
+    WeightFormat q4 = accelerated ? WeightFormat::eQ4_0X8 : WeightFormat::eQ4_0;
+    EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096), q4);
+    {
+        DisablePaths intDot("matvec-float");
+        EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096),
+                  dot.supported ? WeightFormat::eQ4_0X8 : WeightFormat::eQ4_0);
+        EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ8_0, 768), WeightFormat::eQ8_0);
+        EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 96), WeightFormat::eQ4_0);
+        EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_K, 4096), WeightFormat::eQ4_K);
+        for (const char* off : { "matvec-float,grouped-blocks", "matvec-float,matvec-qx", "matvec-float,int-dot" }) {
+            DisablePaths more(off);
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096), WeightFormat::eQ4_0) << off;
+        }
+    }
+}
 
 // The lookup's decoder against kp::dequantize on random bytes: bit for bit.
 TEST_F(QuantKernels, GetRowsDecodesEveryFormatBitForBit)

@@ -31,6 +31,12 @@ enum class WeightFormat
     eQ6_K = 10, ///< 256 weights per 210-byte super-block: 16 sub-blocks of 16, 6-bit q, int8 scales
     eIQ4_NL = 11, ///< 32 weights per 18-byte block: f16 d, uint8 q[16]; w = d * kvalues[nibble] (non-linear)
     eIQ4_XS = 12, ///< 256 weights per 136-byte super-block: 8 sub-blocks of 32, 6-bit scales, IQ4_NL values
+    /** Ours, not GGUF's: 8 Q8_0 blocks (256 weights) in 272 bytes, their 8
+     * f16 scales first, then their quants, each block's 16-byte aligned
+     * (kp::groupBlocks makes them from Q8_0 blocks; same values). */
+    eQ8_0X8 = 13,
+    /** Ours: 8 Q4_0 blocks in 144 bytes, the 8 scales first (as eQ8_0X8). */
+    eQ4_0X8 = 14,
 };
 
 /**

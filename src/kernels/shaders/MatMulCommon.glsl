@@ -29,11 +29,38 @@ const uint TYPE_Q5_K = 11u;  // 176 bytes per 256 weights
 const uint TYPE_Q6_K = 12u;  // 210 bytes per 256 weights
 const uint TYPE_IQ4_NL = 13u; // 18 bytes per 32 weights
 const uint TYPE_IQ4_XS = 14u; // 136 bytes per 256 weights
+// Ours: 8 Q8_0 (Q4_0) blocks with their 8 scales first, {f16 d[8]; int8
+// qs[8][32]} (uint8 qs[8][16]): 272 (144) bytes per 256 weights, the quants
+// of each block 16-byte aligned (kp::groupBlocks).
+const uint TYPE_Q8_0X8 = 15u;
+const uint TYPE_Q4_0X8 = 16u;
 #define IS_QUANT_TYPE(t) ((t) >= TYPE_Q8_0)
+// The formats whose blocks are Q8_0's or Q4_0's, grouped or not (their
+// quants and scales decode alike; only where they lie differs).
+#define IS_Q8_FAMILY(t) ((t) == TYPE_Q8_0 || (t) == TYPE_Q8_0X8)
+#define IS_Q4_FAMILY(t) ((t) == TYPE_Q4_0 || (t) == TYPE_Q4_0X8)
+#define IS_GROUPED(t) ((t) >= TYPE_Q8_0X8)
 
-// Block sizes in 16-bit words.
+// Block sizes in 16-bit words; a group of 8 grouped blocks.
 const uint Q8_0_BLOCK_U16 = 17u;
 const uint Q4_0_BLOCK_U16 = 9u;
+const uint Q8_0X8_GROUP_U16 = 136u;
+const uint Q4_0X8_GROUP_U16 = 72u;
+
+// Where 32-weight block `block` of a Q8_0 or Q4_0 operand, grouped or not,
+// keeps its scale and its quants: 16-bit word indices.
+void q8BlockAt(uint type, uint block, out uint dAt, out uint qAt)
+{
+    if (IS_GROUPED(type)) {
+        uint group = (block >> 3) * (type == TYPE_Q8_0X8 ? Q8_0X8_GROUP_U16 : Q4_0X8_GROUP_U16);
+        uint b = block & 7u;
+        dAt = group + b;
+        qAt = group + 8u + b * (type == TYPE_Q8_0X8 ? 16u : 8u);
+        return;
+    }
+    dAt = block * (type == TYPE_Q8_0 ? Q8_0_BLOCK_U16 : Q4_0_BLOCK_U16);
+    qAt = dAt + 1u;
+}
 
 float f16BitsToFloat(uint bits) { return unpackHalf2x16(bits).x; }
 float bf16BitsToFloat(uint bits) { return uintBitsToFloat(bits << 16); }
@@ -99,13 +126,13 @@ uint floatToBf16Bits(float value)
         }                                                                              \
     }
 
-// 8 weights of a Q8_0 or Q4_0 block from the words FetchQ8 loaded:
-// {d's f16 bits, quants 0-3, quants 4-7, Q4_0's nibble shift}. All-zero
-// words are 8 zeros in both formats (d = 0).
+// 8 weights of a Q8_0 or Q4_0 block (grouped or not) from the words
+// FetchQ8 loaded: {d's f16 bits, quants 0-3, quants 4-7, Q4_0's nibble
+// shift}. All-zero words are 8 zeros in both formats (d = 0).
 void decodeQ8Raw(uint type, uvec4 raw, out vec4 lo, out vec4 hi)
 {
     float d = f16BitsToFloat(raw.x);
-    if (type == TYPE_Q8_0) {
+    if (IS_Q8_FAMILY(type)) {
         int w0 = int(raw.y), w1 = int(raw.z);
         lo = d * vec4(bitfieldExtract(w0, 0, 8), bitfieldExtract(w0, 8, 8), bitfieldExtract(w0, 16, 8),
                       bitfieldExtract(w0, 24, 8));
@@ -120,50 +147,49 @@ void decodeQ8Raw(uint type, uvec4 raw, out vec4 lo, out vec4 hi)
 
 // Loads of a quantized operand NAME at weight index w (the tensor's bytes
 // are GGUF blocks; weight w is weight w % 32 of block w / 32, or w % 256 of
-// super-block w / 256). Q8_0 and Q4_0 are decoded here, the other formats by
-// QuantBlocks.glsl, which must be included first with QUANT_VIEW = NAME##16:
+// super-block w / 256). Q8_0 and Q4_0, grouped or not, are decoded here, the
+// other formats by QuantBlocks.glsl, which must be included first with
+// QUANT_VIEW = NAME##16:
 //   NAME##LoadQ(type, w)             one weight
 //   NAME##LoadQ8(type, w, lo, hi)    8 weights, w % 8 == 0
 //   NAME##FetchQ8(type, w)           their words, Q8_0 and Q4_0 (decodeQ8Raw)
 #define QUANT_OPERAND_LOADS(NAME)                                                      \
     float NAME##LoadQ(uint type, uint w)                                               \
     {                                                                                  \
-        if (type > TYPE_Q4_0) {                                                        \
+        if (type > TYPE_Q4_0 && !IS_GROUPED(type)) {                                   \
             return quantBlockLoad(type, w);                                            \
         }                                                                              \
-        uint block = w >> 5;                                                           \
+        uint dAt, qAt;                                                                 \
+        q8BlockAt(type, w >> 5, dAt, qAt);                                             \
         uint j = w & 31u;                                                              \
-        if (type == TYPE_Q8_0) {                                                       \
-            uint base = block * Q8_0_BLOCK_U16;                                        \
-            float d = f16BitsToFloat(uint(NAME##16[base]));                            \
-            int pair = int(uint(NAME##16[base + 1u + (j >> 1)]));                      \
+        float d = f16BitsToFloat(uint(NAME##16[dAt]));                                 \
+        if (IS_Q8_FAMILY(type)) {                                                      \
+            int pair = int(uint(NAME##16[qAt + (j >> 1)]));                            \
             return d * float(bitfieldExtract(pair, int((j & 1u) * 8u), 8));            \
         }                                                                              \
-        uint base = block * Q4_0_BLOCK_U16;                                            \
-        float d = f16BitsToFloat(uint(NAME##16[base]));                                \
         uint byteIndex = j & 15u;                                                      \
-        uint pair = uint(NAME##16[base + 1u + (byteIndex >> 1)]);                      \
+        uint pair = uint(NAME##16[qAt + (byteIndex >> 1)]);                            \
         uint shift = (byteIndex & 1u) * 8u + (j >> 4) * 4u;                            \
         return d * (float(bitfieldExtract(pair, int(shift), 4)) - 8.0);                \
     }                                                                                  \
     /* The words of 8 weights from w (w % 8 == 0) of a Q8_0 or Q4_0 operand  \
-       as loaded, for decodeQ8Raw: a tile load can keep them in registers   \
-       and decode them after its multiply-adds. */                           \
+       (grouped or not) as loaded, for decodeQ8Raw: a tile load can keep    \
+       them in registers and decode them after its multiply-adds. */        \
     uvec4 NAME##FetchQ8(uint type, uint w)                                     \
     {                                                                          \
-        uint block = w >> 5;                                                   \
+        uint dAt, qAt;                                                         \
+        q8BlockAt(type, w >> 5, dAt, qAt);                                     \
         uint j = w & 31u;                                                      \
-        uint base = block * (type == TYPE_Q8_0 ? Q8_0_BLOCK_U16 : Q4_0_BLOCK_U16); \
         /* Q4_0: weights 16..31 are the high nibbles of bytes 0..15 */        \
-        uint q = base + 1u + (type == TYPE_Q8_0 ? j : j & 15u) / 2u;         \
-        return uvec4(uint(NAME##16[base]),                                     \
+        uint q = qAt + (IS_Q8_FAMILY(type) ? j : j & 15u) / 2u;               \
+        return uvec4(uint(NAME##16[dAt]),                                      \
                      uint(NAME##16[q]) | (uint(NAME##16[q + 1u]) << 16),      \
                      uint(NAME##16[q + 2u]) | (uint(NAME##16[q + 3u]) << 16), \
-                     type == TYPE_Q8_0 ? 0u : (j >> 4) * 4u);                  \
+                     IS_Q8_FAMILY(type) ? 0u : (j >> 4) * 4u);                 \
     }                                                                          \
     void NAME##LoadQ8(uint type, uint w, out vec4 lo, out vec4 hi)             \
     {                                                                          \
-        if (type > TYPE_Q4_0) {                                                \
+        if (type > TYPE_Q4_0 && !IS_GROUPED(type)) {                           \
             quantBlockLoad8(type, w, lo, hi);                                  \
             return;                                                            \
         }                                                                      \

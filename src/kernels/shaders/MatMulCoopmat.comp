@@ -88,13 +88,17 @@ const bool RAW_B = RAW_STAGING != 0 && VEC_B != 0 && B_TYPE == TYPE_F32;
 // (Q8_0 or Q4_0 as a != of its own: glslang makes ||, and && over a
 // nested comparison, on specialization constants into branches in main,
 // which other functions cannot use.)
-const bool B_Q8_0_OR_Q4_0 = (B_TYPE == TYPE_Q8_0) != (B_TYPE == TYPE_Q4_0);
+const bool B_Q8_0_OR_Q4_0 = (B_TYPE == TYPE_Q8_0) != (B_TYPE == TYPE_Q4_0) != (B_TYPE == TYPE_Q8_0X8) !=
+                            (B_TYPE == TYPE_Q4_0X8);
+// Q8_0X8 and Q4_0X8: Q8_0's and Q4_0's blocks grouped by 8, the scales first.
+const bool B_GROUPED = B_TYPE >= TYPE_Q8_0X8;
+const bool B_Q8 = (B_TYPE == TYPE_Q8_0) != (B_TYPE == TYPE_Q8_0X8);
 const bool RAW_BQ = RAW_STAGING != 0 && B_Q8_0_OR_Q4_0;
 // BQ_WORDS: each subgroup loads BQ_ROWS rows of the B tile, BK / 32 blocks
 // of each (BQ_ROW_WORDS words from a 4-byte boundary), one block per lane
 // (the host checks BQ_ROWS * BK / 32 == 32 lanes).
 const bool B_WORDS = BQ_WORDS != 0 && B_Q8_0_OR_Q4_0;
-const uint BQ_BLOCK_BYTES = B_TYPE == TYPE_Q8_0 ? 34u : 18u;
+const uint BQ_BLOCK_BYTES = B_Q8 ? 34u : 18u;
 const uint BQ_ROW_WORDS = BK / 32u * BQ_BLOCK_BYTES / 4u;
 const uint BQ_ROWS = BN / WARPS;
 const uint BQ_WARP_WORDS = BQ_ROWS * BQ_ROW_WORDS;
@@ -188,7 +192,7 @@ uvec4 pack8(vec4 lo, vec4 hi)
 // to f16 does. About 4 instructions per two weights instead of 11.
 uvec4 decodeQ8RawHalf(uint type, uvec4 raw)
 {
-    bool q8 = type == TYPE_Q8_0;
+    bool q8 = IS_Q8_FAMILY(type);
     uint mask = q8 ? 0xFFu : 0x0Fu;
     uint flip = q8 ? 0x80808080u : 0u;
     f16vec2 bias = f16vec2(q8 ? float16_t(1152.0) : float16_t(1032.0));
@@ -325,6 +329,8 @@ void storeB(uint ci, uint slot, uvec4 chunk)
 // whole cache lines. Loaded a chunk of 8 weights per thread, 16 rows of
 // 18- or 34-byte blocks cost 2-byte loads over 4-8 rows each, whose cache
 // lines outnumbered the f16 operand's 4 per load several times.
+// Grouped (Q8_0X8, Q4_0X8), a row's words of the tile are the word of its
+// two blocks' scales, then their quants (the tile is a quarter of a group).
 void fetchBWords(uint k0, uint col0, uint baseB, out uint raw[BQ_LOADS])
 {
     uint firstRow = col0 + gl_SubgroupID * BQ_ROWS;
@@ -333,7 +339,15 @@ void fetchBWords(uint k0, uint col0, uint baseB, out uint raw[BQ_LOADS])
         uint n = firstRow + i / BQ_ROW_WORDS;
         raw[j] = 0u; // rows past n: zero blocks (d = 0)
         if (i < BQ_WARP_WORDS && n < p.n) {
-            raw[j] = B32[(baseB + n * p.ldb + k0) / 32u * BQ_BLOCK_BYTES / 4u + i % BQ_ROW_WORDS];
+            uint w = baseB + n * p.ldb + k0; // the tile row's first weight
+            uint word = i % BQ_ROW_WORDS;
+            if (B_GROUPED) {
+                uint group = (w >> 8) * (BQ_BLOCK_BYTES * 2u); // 8 blocks' words
+                uint quarter = (w >> 6) & 3u;
+                raw[j] = B32[group + (word == 0u ? quarter : 4u + quarter * (BQ_ROW_WORDS - 1u) + word - 1u)];
+            } else {
+                raw[j] = B32[w / 32u * BQ_BLOCK_BYTES / 4u + word];
+            }
         }
     }
 }
@@ -358,31 +372,40 @@ void decodeBWords(uint raw[BQ_LOADS], out uvec4 chunks[B_CHUNKS])
     subgroupBarrier();
     uint r = lane / (BK / 32u), kb = lane % (BK / 32u);
     uint rowWord = region + r * BQ_ROW_WORDS;
-    uint at = kb * BQ_BLOCK_BYTES; // the block's first byte in the row (even)
-    uint dWord = scratch[rowWord + at / 4u];
-    uint d = (at & 2u) != 0u ? dWord >> 16 : dWord & 0xFFFFu;
-    // The quants from byte at + 2: words funnelled where that is not on a
-    // 4-byte boundary. Each word is read once (QUANT_WORDS + 1 reads, not
-    // two a word: the shared-memory pipe is the one the fragments' loads
-    // use); the word after the last one is clamped into the subgroup's
-    // part: read, not used.
-    uint first = rowWord + (at + 2u) / 4u;
-    bool odd = ((at + 2u) & 2u) != 0u;
-    const uint QUANT_WORDS = B_TYPE == TYPE_Q8_0 ? 8u : 4u;
-    uint w[9];
-    [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
-        w[i] = scratch[first + i];
-    }
-    w[QUANT_WORDS] = scratch[min(first + QUANT_WORDS, region + BQ_WARP_WORDS - 1u)];
-    uint q[8];
-    [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
-        q[i] = odd ? (w[i] >> 16) | (w[i + 1u] << 16) : w[i];
+    const uint QUANT_WORDS = B_Q8 ? 8u : 4u;
+    uint d, q[8];
+    if (B_GROUPED) {
+        // The two blocks' scales in the first word, their quants aligned.
+        uint dWord = scratch[rowWord];
+        d = kb != 0u ? dWord >> 16 : dWord & 0xFFFFu;
+        [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
+            q[i] = scratch[rowWord + 1u + kb * QUANT_WORDS + i];
+        }
+    } else {
+        uint at = kb * BQ_BLOCK_BYTES; // the block's first byte in the row (even)
+        uint dWord = scratch[rowWord + at / 4u];
+        d = (at & 2u) != 0u ? dWord >> 16 : dWord & 0xFFFFu;
+        // The quants from byte at + 2: words funnelled where that is not on
+        // a 4-byte boundary. Each word is read once (QUANT_WORDS + 1 reads,
+        // not two a word: the shared-memory pipe is the one the fragments'
+        // loads use); the word after the last one is clamped into the
+        // subgroup's part: read, not used.
+        uint first = rowWord + (at + 2u) / 4u;
+        bool odd = ((at + 2u) & 2u) != 0u;
+        uint w[9];
+        [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
+            w[i] = scratch[first + i];
+        }
+        w[QUANT_WORDS] = scratch[min(first + QUANT_WORDS, region + BQ_WARP_WORDS - 1u)];
+        [[unroll]] for (uint i = 0; i < QUANT_WORDS; ++i) {
+            q[i] = odd ? (w[i] >> 16) | (w[i + 1u] << 16) : w[i];
+        }
     }
     [[unroll]] for (uint c = 0; c < 4u; ++c) {
         // Q8_0: chunk c is bytes 8c .. 8c + 7; Q4_0: chunks 0 and 1 the low
         // nibbles of bytes 0 .. 15 (weights 0 .. 15), 2 and 3 the high ones.
-        uvec4 words = B_TYPE == TYPE_Q8_0 ? uvec4(d, q[2u * c], q[2u * c + 1u], 0u)
-                                          : uvec4(d, q[2u * (c & 1u)], q[2u * (c & 1u) + 1u], (c >> 1) * 4u);
+        uvec4 words = B_Q8 ? uvec4(d, q[2u * c], q[2u * c + 1u], 0u)
+                           : uvec4(d, q[2u * (c & 1u)], q[2u * (c & 1u) + 1u], (c >> 1) * 4u);
         if (STAGE_BF16 == 0) {
             chunks[c] = decodeQ8RawHalf(B_TYPE, words);
         } else {

@@ -59,6 +59,11 @@ layout(constant_id = 14) const uint QX_STAGE = 0;
 layout(constant_id = 15) const uint NORM_X = 0;
 const uint NORM_TYPE = (NORM_X + 3u) & 3u;
 const bool NORM_VEC = NORM_X > 4u;
+// qxRowMode with x whole, grouped weights (Q8_0X8, Q4_0X8): a row's threads
+// take neighbouring 16-byte chunks of its quants (qxInterleavedRows),
+// QX_INTERLEAVE of them loaded at once, instead of a group of 8 blocks
+// each (0).
+layout(constant_id = 16) const uint QX_INTERLEAVE = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -90,11 +95,16 @@ QUANT_OPERAND_LOADS(W)
 
 const uint WG = gl_WorkGroupSize.x;
 const bool W_QUANT = IS_QUANT_TYPE(W_TYPE);
+// Q8_0X8 and Q4_0X8 hold Q8_0's and Q4_0's blocks, grouped by 8 with the
+// scales first (MatMulCommon.glsl): every mode below reads them as their
+// base format, only the addresses differ.
+const uint W_BASE = W_TYPE == TYPE_Q8_0X8 ? TYPE_Q8_0 : (W_TYPE == TYPE_Q4_0X8 ? TYPE_Q4_0 : W_TYPE);
+const bool W_GROUPED = W_TYPE >= TYPE_Q8_0X8;
 // The formats with the tuned row modes below (units of 4 quantized bytes,
 // staging, integer dot products); the others go through unitRowMode.
-const bool W_UNITS = W_TYPE == TYPE_Q8_0 || W_TYPE == TYPE_Q4_0;
+const bool W_UNITS = W_BASE == TYPE_Q8_0 || W_BASE == TYPE_Q4_0;
 // Elements of one unit: 16 bytes of float weights, or 4 quantized bytes.
-const uint UNIT = W_TYPE == TYPE_F32 ? 4 : (W_TYPE == TYPE_Q8_0 ? 4 : 8);
+const uint UNIT = W_TYPE == TYPE_F32 ? 4 : (W_BASE == TYPE_Q8_0 ? 4 : 8);
 
 shared float partial[64 * 8]; // [subgroup][row] (row mode) or [slice][output]
 
@@ -106,8 +116,8 @@ shared float partial[64 * 8]; // [subgroup][row] (row mode) or [slice][output]
 // holds TILE_BLOCKS blocks of each of the ROWS rows (best on the H200: one
 // unit per thread and row per step; a thread per whole block, tried after,
 // was slower: see docs/matmul-tuning.md).
-const uint BLOCK_BYTES = W_TYPE == TYPE_Q8_0 ? 34u : 18u;
-const uint UNITS_PER_BLOCK = W_TYPE == TYPE_Q8_0 ? 8u : 4u;
+const uint BLOCK_BYTES = W_BASE == TYPE_Q8_0 ? 34u : 18u;
+const uint UNITS_PER_BLOCK = W_BASE == TYPE_Q8_0 ? 8u : 4u;
 const uint TILE_U4 = TILE_BLOCKS * BLOCK_BYTES / 16u; // TILE_BLOCKS % 8 == 0
 const uint TILE_WORDS = TILE_U4 * 4u;
 const uint TILE_UNITS = TILE_BLOCKS * UNITS_PER_BLOCK;
@@ -209,7 +219,7 @@ void xLoad8(uint e, out vec4 lo, out vec4 hi)
 void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
 {
     hi = vec4(0);
-    if (W_TYPE == TYPE_Q4_0) {
+    if (W_BASE == TYPE_Q4_0) {
         if (VEC_X != 0) {
             lo = xLoad4(xBase + k0);
             hi = xLoad4(xBase + k0 + 16u);
@@ -244,10 +254,10 @@ void loadXUnit(uint xBase, uint k0, out vec4 lo, out vec4 hi)
 // The unit index u of a row: its first element, for loadXUnit.
 uint unitStart(uint u)
 {
-    if (W_TYPE == TYPE_Q8_0) {
+    if (W_BASE == TYPE_Q8_0) {
         return u * 4u; // 8 units per block, contiguous
     }
-    if (W_TYPE == TYPE_Q4_0) {
+    if (W_BASE == TYPE_Q4_0) {
         return (u >> 2) * 32u + (u & 3u) * 4u; // 4 units per block
     }
     return u * UNIT;
@@ -260,17 +270,17 @@ void normUnit(uint k0, inout vec4 lo, inout vec4 hi, inout float squares)
 {
     squares += dot(lo, lo) + dot(hi, hi); // hi is 0 for 4-element units
     // (the second 4 elements: Q4_0's k0 + 16.., the next 4 of 8-element units)
-    uint second = W_TYPE == TYPE_Q4_0 ? 16u : 4u;
+    uint second = W_BASE == TYPE_Q4_0 ? 16u : 4u;
     uint e = p.normOffset + k0;
     if (NORM_VEC) {
         lo *= GLoad4(NORM_TYPE, e);
-        if (W_TYPE == TYPE_Q4_0 || UNIT == 8) {
+        if (W_BASE == TYPE_Q4_0 || UNIT == 8) {
             hi *= GLoad4(NORM_TYPE, e + second);
         }
     } else {
         for (uint i = 0; i < 4u; ++i) {
             lo[i] *= GLoad(NORM_TYPE, e + i);
-            if (W_TYPE == TYPE_Q4_0 || UNIT == 8) {
+            if (W_BASE == TYPE_Q4_0 || UNIT == 8) {
                 hi[i] *= GLoad(NORM_TYPE, e + second + i);
             }
         }
@@ -280,11 +290,11 @@ void normUnit(uint k0, inout vec4 lo, inout vec4 hi, inout float squares)
 // The 4 quantized bytes of unit u of the row starting at weight rowStart.
 uint quantWord(uint rowStart, uint u, out float d)
 {
-    uint perBlock = W_TYPE == TYPE_Q8_0 ? 8u : 4u;
-    uint blockU16 = W_TYPE == TYPE_Q8_0 ? Q8_0_BLOCK_U16 : Q4_0_BLOCK_U16;
-    uint base = (rowStart >> 5) * blockU16 + (u / perBlock) * blockU16;
-    d = f16BitsToFloat(uint(W16[base]));
-    uint q = base + 1u + (u % perBlock) * 2u;
+    uint perBlock = W_BASE == TYPE_Q8_0 ? 8u : 4u;
+    uint dAt, qAt;
+    q8BlockAt(W_TYPE, (rowStart >> 5) + u / perBlock, dAt, qAt);
+    d = f16BitsToFloat(uint(W16[dAt]));
+    uint q = qAt + (u % perBlock) * 2u;
     return uint(W16[q]) | (uint(W16[q + 1u]) << 16);
 }
 
@@ -312,7 +322,7 @@ uint quantize4(vec4 v, out float scale)
 // A unit's 4 quantized bytes (scale d) against its x values.
 float quantDot(uint word, float d, vec4 xlo, vec4 xhi)
 {
-    if (W_TYPE == TYPE_Q8_0) {
+    if (W_BASE == TYPE_Q8_0) {
         ivec4 q = ivec4(bitfieldExtract(int(word), 0, 8), bitfieldExtract(int(word), 8, 8),
                         bitfieldExtract(int(word), 16, 8), bitfieldExtract(int(word), 24, 8));
         return d * dot(vec4(q), xlo);
@@ -368,7 +378,7 @@ void rowMode()
     }
     // Units beyond k (only when k is not a multiple of the unit, float
     // weights) are handled element by element below.
-    uint units = W_QUANT ? p.k / (W_TYPE == TYPE_Q8_0 ? 4u : 8u) : p.k / UNIT;
+    uint units = W_QUANT ? p.k / (W_BASE == TYPE_Q8_0 ? 4u : 8u) : p.k / UNIT;
     float squares = 0.0; // NORM_X: of the x elements this thread reads
     for (uint u = tid; u < units; u += WG) {
         vec4 xlo, xhi;
@@ -379,7 +389,7 @@ void rowMode()
 #ifdef INT_DOT
         float xScaleLo, xScaleHi = 0.0;
         uint qxLo = quantize4(xlo, xScaleLo);
-        uint qxHi = W_TYPE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
+        uint qxHi = W_BASE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
         // Q4_0 weights are q - 8: subtract 8 * sum(qx) once per unit.
         int sumLo = dotPackedSS(qxLo, 0x01010101u, 0);
         int sumHi = dotPackedSS(qxHi, 0x01010101u, 0);
@@ -393,7 +403,7 @@ void rowMode()
 #ifdef INT_DOT
             float d;
             uint word = quantWord(wRow, u, d);
-            if (W_TYPE == TYPE_Q8_0) {
+            if (W_BASE == TYPE_Q8_0) {
                 sums[r] += d * xScaleLo * float(dotPackedSS(word, qxLo, 0));
             } else {
                 int lo = dotPackedSU(qxLo, word & 0x0F0F0F0Fu, 0) - 8 * sumLo;
@@ -503,7 +513,7 @@ void stagedRowMode()
 #ifdef INT_DOT
             float xScaleLo, xScaleHi = 0.0;
             uint qxLo = quantize4(xlo, xScaleLo);
-            uint qxHi = W_TYPE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
+            uint qxHi = W_BASE == TYPE_Q4_0 ? quantize4(xhi, xScaleHi) : 0u;
             int sumLo = dotPackedSS(qxLo, 0x01010101u, 0);
             int sumHi = dotPackedSS(qxHi, 0x01010101u, 0);
 #endif
@@ -511,7 +521,7 @@ void stagedRowMode()
                 float d;
                 uint word = stagedWord(r, u, d);
 #ifdef INT_DOT
-                if (W_TYPE == TYPE_Q8_0) {
+                if (W_BASE == TYPE_Q8_0) {
                     sums[r] += d * xScaleLo * float(dotPackedSS(word, qxLo, 0));
                 } else {
                     int lo = dotPackedSU(qxLo, word & 0x0F0F0F0Fu, 0) - 8 * sumLo;
@@ -770,7 +780,7 @@ void unitRowMode()
 const bool W_QX = W_UNITS || W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K;
 const uint QX_GROUPS = QX_BLOCKS >= 8u ? QX_BLOCKS / 8u : 1u;
 // 8 blocks (a super-block) in 16-byte chunks
-const uint GROUP_U4 = W_TYPE == TYPE_Q8_0 ? 17u : (W_TYPE == TYPE_Q5_K ? 11u : 9u);
+const uint GROUP_U4 = W_BASE == TYPE_Q8_0 ? 17u : (W_TYPE == TYPE_Q5_K ? 11u : 9u);
 // Padded so that neighbouring threads (neighbouring groups) read different
 // banks: 17 uvec4 of int8 x per group, 9 (scale, offset) pairs.
 const uint QX_GROUP_STRIDE = 17u;
@@ -826,7 +836,7 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
     float scale = amax / 127.0;
     // x's sum, for the weights' offsets (Q4_0's q - 8, Q4_K's minimums;
     // Q8_0 has none).
-    float offset = W_TYPE == TYPE_Q4_0 ? 8.0 : (W_TYPE == TYPE_Q8_0 ? 0.0 : 1.0);
+    float offset = W_BASE == TYPE_Q4_0 ? 8.0 : (W_BASE == TYPE_Q8_0 ? 0.0 : 1.0);
     qxScale[g * QS_GROUP_STRIDE + i] = vec2(scale, offset * scale * float(sum));
     return squares;
 }
@@ -884,14 +894,17 @@ float qxGroupDot(uvec4 w[GROUP_U4], uint g)
         return acc;
     }
     [[unroll]] for (uint i = 0; i < 8u; ++i) {
-        uint at = i * BLOCK_BYTES;
-        uint dWord = w[at >> 4][(at >> 2) & 3u];
-        float d = (at & 2u) == 0u ? unpackHalf2x16(dWord).x : unpackHalf2x16(dWord).y;
+        // Block i's scale and the byte where its quants start: grouped, the
+        // 8 scales fill the first chunk and the quants follow, aligned.
+        uint at = W_GROUPED ? 16u + i * (BLOCK_BYTES - 2u) - 2u : i * BLOCK_BYTES;
+        uint dWord = W_GROUPED ? w[0][i >> 1] : w[at >> 4][(at >> 2) & 3u];
+        bool dHigh = W_GROUPED ? (i & 1u) != 0u : (at & 2u) != 0u;
+        float d = dHigh ? unpackHalf2x16(dWord).y : unpackHalf2x16(dWord).x;
         uvec4 xa = qx[g * QX_GROUP_STRIDE + 2u * i];
         uvec4 xb = qx[g * QX_GROUP_STRIDE + 2u * i + 1u];
         vec2 s = qxScale[g * QS_GROUP_STRIDE + i];
         int dotQ = 0;
-        if (W_TYPE == TYPE_Q8_0) {
+        if (W_BASE == TYPE_Q8_0) {
             [[unroll]] for (uint j = 0; j < 4u; ++j) {
                 dotQ += dotPackedSS(groupWord(w, at + 2u + 4u * j), xa[j], 0);
                 dotQ += dotPackedSS(groupWord(w, at + 18u + 4u * j), xb[j], 0);
@@ -1042,6 +1055,78 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
     }
 }
 
+// The quantized-x loop over grouped weights (QX_INTERLEAVE; x whole). A
+// group's quants are 16-byte chunks side by side after its scales, so a
+// row's TPR threads take neighbouring chunks, lane, lane + TPR, ...: each
+// load of a subgroup covers a few whole cache lines, where a thread per
+// group of 8 blocks (144 or 272 bytes apart) touches a line per thread and
+// the loads, not the bytes, bound the mode (docs/matmul-tuning.md). A
+// chunk is a Q4_0 block (32 weights against x's two 16-byte halves) or
+// half a Q8_0 block; its scale is a 16-bit word of its group's first chunk.
+// A thread's QX_BATCH chunks are loaded before the first is used.
+const uint CHUNK_BLOCKS_SHIFT = W_BASE == TYPE_Q8_0 ? 1u : 0u; // log2 of the chunks per block
+const uint GROUP_CHUNKS = 8u << CHUNK_BLOCKS_SHIFT;             // quant chunks per group
+const uint QX_BATCH = QX_INTERLEAVE != 0u ? QX_INTERLEAVE : 1u;
+
+void qxInterleavedRows(uint wBase, uint outBase, uint groups, uint tiles, float invRms)
+{
+    const uint TPR = WG / ROWS;
+    uint t = qxThread(TPR);
+    uint r = t / TPR, lane = t % TPR;
+    uint chunks = groups * GROUP_CHUNKS;
+    uint step = gl_NumWorkGroups.x * ROWS;
+    uint row = gl_WorkGroupID.x * ROWS + r;
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
+        bool live = row < p.rows;
+        uint rowU4 = live ? rowChunk(wBase, row) : 0u;
+        float acc = 0.0;
+        for (uint c0 = lane; live && c0 < chunks; c0 += TPR * QX_BATCH) {
+            uvec4 q[QX_BATCH];
+            uint dWord[QX_BATCH];
+            [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
+                uint c = c0 + TPR * i;
+                q[i] = uvec4(0);
+                dWord[i] = 0u;
+                if (c < chunks) {
+                    uint groupU4 = rowU4 + (c / GROUP_CHUNKS) * GROUP_U4;
+                    uint j = c % GROUP_CHUNKS;
+                    q[i] = W128[groupU4 + 1u + j];
+                    dWord[i] = W32[groupU4 * 4u + (j >> CHUNK_BLOCKS_SHIFT) / 2u];
+                }
+            }
+            [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
+                uint c = c0 + TPR * i;
+                if (c < chunks) {
+                    uint g = c / GROUP_CHUNKS, j = c % GROUP_CHUNKS;
+                    uint b = j >> CHUNK_BLOCKS_SHIFT; // the block within the group
+                    float d = (b & 1u) != 0u ? unpackHalf2x16(dWord[i]).y : unpackHalf2x16(dWord[i]).x;
+                    uint e = g * QX_GROUP_STRIDE + 2u * b;
+                    vec2 s = qxScale[g * QS_GROUP_STRIDE + b];
+                    int dotQ = 0;
+                    if (W_BASE == TYPE_Q8_0) {
+                        uvec4 xq = qx[e + (j & 1u)]; // the block's half this chunk holds
+                        [[unroll]] for (uint w = 0; w < 4u; ++w) {
+                            dotQ += dotPackedSS(q[i][w], xq[w], 0);
+                        }
+                        acc += d * s.x * float(dotQ);
+                    } else { // byte w holds weights w (low nibble) and w + 16 (high)
+                        uvec4 xa = qx[e], xb = qx[e + 1u];
+                        [[unroll]] for (uint w = 0; w < 4u; ++w) {
+                            dotQ += dotPackedSU(xa[w], q[i][w] & 0x0F0F0F0Fu, 0);
+                            dotQ += dotPackedSU(xb[w], (q[i][w] >> 4) & 0x0F0F0F0Fu, 0);
+                        }
+                        acc += d * (s.x * float(dotQ) - s.y);
+                    }
+                }
+            }
+        }
+        float sum = qxRowSum(acc, TPR);
+        if (lane == 0u && live) {
+            writeOut(outBase + row * p.outStride, sum * invRms);
+        }
+    }
+}
+
 // Row tiles of ROWS rows: tile gl_WorkGroupID.x, then every
 // gl_NumWorkGroups.x-th one after it. With a grid of fewer workgroups than
 // tiles (MatVecConfig::maxGroups: a few per multiprocessor), a workgroup
@@ -1070,11 +1155,12 @@ void qxRowMode()
         qxStagedRows(xBase, wBase, outBase, groups, tiles);
         return;
     }
+    bool interleave = QX_INTERLEAVE != 0 && W_GROUPED && xWhole;
     uvec4 w[GROUP_U4];
     float invRms = 1.0;
     if (xWhole) {
         // The first tile's first group is in flight while x is quantized.
-        if (row < p.rows && lane < groups) {
+        if (!interleave && row < p.rows && lane < groups) {
             loadGroup(rowChunk(wBase, row), lane, w);
         }
         float squares = 0.0;
@@ -1084,6 +1170,10 @@ void qxRowMode()
         shareSquares(squares);
         barrier();
         invRms = inverseRms();
+    }
+    if (interleave) {
+        qxInterleavedRows(wBase, outBase, groups, tiles, invRms);
+        return;
     }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;

@@ -26,7 +26,8 @@ using DataTypes = kp::Memory::DataTypes;
 kp::WeightFormat
 formatOf(const DeviceWeight& weight)
 {
-    return weightFormatOf(weight.type);
+    kp::WeightFormat format = weightFormatOf(weight.type);
+    return weight.grouped ? kp::groupedFormat(format) : format;
 }
 
 /** Refuses a tensor of `bytes` that one storage buffer of the device

@@ -710,6 +710,62 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
     }
 }
 
+// Q4_0 matrices of rows of whole groups of 8 blocks go to the device
+// grouped where the mat-vec takes integer dot products
+// (kp::preferredWeightFormat, kp::groupBlocks; the kernels read Q4_0X8),
+// Q8_0 ones and the others as GGUF stores them;
+// KOMPUTE_ENV_DISABLE=grouped-blocks while the model is made keeps every
+// matrix as stored. Both
+// give the host reference's logits, prompt (GEMM) and decode (mat-vec:
+// the int-dot quantized-x mode where the device has integer dot products,
+// "matvec-float" makes lavapipe take it), and each other's.
+TEST_F(LlmContext, QuantizedMatricesGoToTheDeviceGrouped)
+{
+    for (TensorType type : { TensorType::eQ8_0, TensorType::eQ4_0 }) {
+        SCOPED_TRACE(kp::llm::toString(type));
+        auto small = Model::random(mgr(), smallConfig(), type, kSeed);
+        EXPECT_FALSE(small->layers()[0].wDown.grouped) << "rows of 64 weights are not whole groups";
+        const ModelConfig c = superBlockConfig();
+        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+        kp_test::DisablePaths intDot(mgr().capabilities().integerDotProduct.supported ? "matvec-float" : "");
+        const bool groups = mgr().capabilities().integerDotProduct.supported;
+        std::map<bool, std::vector<float>> decoded;
+        for (bool grouped : { true, false }) {
+            SCOPED_TRACE(grouped ? "grouped" : "as stored");
+            std::shared_ptr<Model> model;
+            {
+                kp_test::DisablePaths off(grouped ? "" : "grouped-blocks");
+                model = Model::random(mgr(), c, type, kSeed);
+            }
+            for (const auto* w : { &model->layers()[1].wq, &model->layers()[1].wGate, &model->layers()[1].wDown,
+                                   &model->tokenEmbedding(), &model->output() }) {
+                EXPECT_EQ(w->grouped, grouped && groups && type == TensorType::eQ4_0);
+            }
+            Context context(model, ContextOptions{ 32 });
+            std::vector<float> logits;
+            context.evaluate(kPrompt, Logits::eAll, &logits);
+            for (size_t t = 0; t < kPrompt.size(); ++t) {
+                std::vector<float> row(logits.begin() + t * c.vocabSize, logits.begin() + (t + 1) * c.vocabSize);
+                EXPECT_LT(relativeError(row, expected, t), tolerance(type)) << "position " << t;
+            }
+            context.reset();
+            std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+            context.evaluate(head, Logits::eNone, nullptr);
+            for (size_t t = 5; t < kPrompt.size(); ++t) {
+                context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+                EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "decode position " << t;
+            }
+            decoded[grouped] = logits;
+        }
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < decoded[true].size(); ++i) {
+            diff = std::max(diff, std::abs(double(decoded[true][i]) - decoded[false][i]));
+            scale = std::max(scale, std::abs(double(decoded[false][i])));
+        }
+        EXPECT_LT(diff / scale, 1e-3) << "the same weights, summed in another order";
+    }
+}
+
 TEST_F(LlmContext, AModelFileGivesWhatTheSameRandomModelGives)
 {
     const ModelConfig c = smallConfig();

@@ -39,6 +39,11 @@ struct DeviceWeight
     /** Where this matrix starts in the tensor, in weights (a layer's gate
      * and up matrices share one tensor). */
     uint64_t offset = 0;
+    /** Blocks regrouped by 8 on the device (kp::groupBlocks: the kernels
+     * read kp::WeightFormat::eQ4_0X8 / eQ8_0X8), where the kernel library
+     * prefers it (kp::preferredWeightFormat: Q4_0 rows of whole groups of
+     * 256 weights). */
+    bool grouped = false;
 };
 
 /**

@@ -964,9 +964,12 @@ runMatVec(Context& ctx,
           uint32_t wType,
           MatVecData& data,
           const MatVecConfig& config,
-          bool intDot)
+          bool intDot,
+          uint32_t part = 0)
 {
-    std::string name = matVecName(ctx, rows, k, wType, config, intDot);
+    // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only).
+    std::string name =
+      matVecName(ctx, rows, k, wType, config, intDot) + (part ? " part " + std::to_string(part) + " (timing only)" : "");
     if (!options.selects(name)) {
         return;
     }
@@ -989,8 +992,9 @@ runMatVec(Context& ctx,
     auto spirvArray = kp::kernels::builtinSpirv(intDot ? "matvec_int_dot" : "matvec");
     try {
         // (Binding 3, the norm's weights of MatMulParams::normA, holds x: unread.)
-        Pipeline p = ctx.pipeline(spirvArray, { &x.buffer, &w.buffer, &out, &x.buffer }, sizeof(MatVecPush),
-                                  matVecSpecialization(config, variant));
+        std::vector<uint32_t> spec = matVecSpecialization(config, variant);
+        spec[17] = part; // TIMING_PART
+        Pipeline p = ctx.pipeline(spirvArray, { &x.buffer, &w.buffer, &out, &x.buffer }, sizeof(MatVecPush), spec);
         std::vector<std::vector<uint8_t>> pushes;
         for (uint32_t copy = 0; copy < copies; ++copy) {
             MatVecPush push{ rows, k, 1, k, 1, 0, 0, 0, 0, static_cast<uint32_t>(copy * weights), 0, 1.0f, 0.0f, 0, 0.0f, 0 };
@@ -1016,6 +1020,9 @@ runMatVec(Context& ctx,
             worst = std::max(worst, std::fabs(got - sum) / magnitude);
         }
         double tolerance = intDot ? 1.0 / 127 : 1e-4;
+        if (part) {
+            worst = 0; // a part's result is not the product
+        }
         report(name, ms, bytes / (ms * 1e-3) / 1e9, "GB/s", worst, worst <= tolerance);
         ctx.destroy(p);
     } catch (const std::exception& e) {
@@ -1462,7 +1469,14 @@ main(int argc, char** argv)
                         selected = selected || options.selects(matVecName(ctx, rows, k, w, config, intDot));
                     }
                 }
-                if (!selected) {
+                // The library's quantized-x choice in parts, where x is
+                // whole: x alone (its reads, quantization and barrier) and
+                // the weights alone, against the whole kernel's row.
+                MatVecConfig chosen = chooseMatVec(ctx.view, rows, w, false, false, true, k);
+                bool timeParts = hasQxRowMode(w) && std::find(builds.begin(), builds.end(), true) != builds.end() &&
+                                 chosen.qxBlocks * 32 >= k &&
+                                 options.selects(matVecName(ctx, rows, k, w, chosen, true) + " part");
+                if (!selected && !timeParts) {
                     continue;
                 }
                 MatVecData data(ctx, rows, k, w);
@@ -1472,6 +1486,12 @@ main(int argc, char** argv)
                             warm();
                             runMatVec(ctx, options, rows, k, w, data, config, intDot);
                         }
+                    }
+                }
+                if (timeParts) {
+                    for (uint32_t part : { 1u, 2u }) {
+                        warm();
+                        runMatVec(ctx, options, rows, k, w, data, chosen, true, part);
                     }
                 }
                 data.release(ctx);

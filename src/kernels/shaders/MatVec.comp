@@ -64,6 +64,11 @@ const bool NORM_VEC = NORM_X > 4u;
 // QX_INTERLEAVE of them loaded at once, instead of a group of 8 blocks
 // each (0).
 layout(constant_id = 16) const uint QX_INTERLEAVE = 0;
+// For kompute-kernel-probe's timings of the quantized-x mode's parts (x
+// whole; the result is not the product unless 0): 1 quantizes x and writes
+// a value of it per row (no weights read), 2 reads the weights against
+// whatever shared memory holds (x not read).
+layout(constant_id = 17) const uint TIMING_PART = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -1160,16 +1165,26 @@ void qxRowMode()
     float invRms = 1.0;
     if (xWhole) {
         // The first tile's first group is in flight while x is quantized.
-        if (!interleave && row < p.rows && lane < groups) {
+        if (!interleave && TIMING_PART != 1 && row < p.rows && lane < groups) {
             loadGroup(rowChunk(wBase, row), lane, w);
         }
         float squares = 0.0;
-        for (uint b = tid; b < groups * 8u; b += WG) {
+        for (uint b = tid; TIMING_PART != 2 && b < groups * 8u; b += WG) {
             squares += quantizeXBlock(xBase, b, b);
         }
         shareSquares(squares);
         barrier();
         invRms = inverseRms();
+        if (TIMING_PART == 1) {
+            // x only: one value of the quantized x per row, so that none of
+            // its work is dropped.
+            for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
+                if (lane == 0u && row < p.rows) {
+                    writeOut(outBase + row * p.outStride, qxScale[(row % groups) * QS_GROUP_STRIDE].x * invRms);
+                }
+            }
+            return;
+        }
     }
     if (interleave) {
         qxInterleavedRows(wBase, outBase, groups, tiles, invRms);

@@ -409,8 +409,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         // only support the instructions (lavapipe) run it too (tests).
         // Q4_K and Q5_K take it in the quantized-x mode only (the float unit row
         // mode otherwise).
-        bool intDot = hasQxRowMode(mv.w) && !caps.isDisabled("int-dot") &&
-                      (view.intDot || (view.intDotSupported && caps.isDisabled("matvec-float")));
+        bool intDot = hasQxRowMode(mv.w) && matVecIntDot(view, caps);
         bool wholeChunks = !mv.columnMode &&
                            matVecStageable(mv.w, p.k, push.ldw, push.wOffset, push.wBatchStride, p.batch);
         bool stageable = wholeChunks && hasUnitRowModes(mv.w) && !isGrouped(mv.w) && !caps.isDisabled("staged");

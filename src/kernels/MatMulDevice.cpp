@@ -28,9 +28,13 @@ shapesOf(const std::vector<CooperativeMatrixShape>& shapes, ComponentType operan
 DeviceView
 matMulDevice(const internal::Device& device, const DeviceCaps& caps)
 {
+    return matMulDevice(device.capabilities().view(), device.properties(), caps);
+}
+
+DeviceView
+matMulDevice(const DeviceCapabilities& table, const vk::PhysicalDeviceProperties& properties, const DeviceCaps& caps)
+{
     DeviceView view;
-    const auto& properties = device.properties();
-    const DeviceCapabilities& table = device.capabilities().view();
     view.name = caps.deviceName;
     view.vendorID = properties.vendorID;
     view.type = properties.deviceType;
@@ -62,6 +66,12 @@ matMulDevice(const internal::Device& device, const DeviceCaps& caps)
     view.intDot = dot.supported && dot.accelerated4x8BitPacked && dot.accelerated4x8BitPackedMixed;
     view.intDotSupported = dot.supported;
     return view;
+}
+
+bool
+matVecIntDot(const DeviceView& view, const DeviceCaps& caps)
+{
+    return !caps.isDisabled("int-dot") && (view.intDot || (view.intDotSupported && caps.isDisabled("matvec-float")));
 }
 
 } // namespace matmul

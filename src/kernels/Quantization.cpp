@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "internal/Environment.hpp"
+#include "kernels/MatMulDevice.hpp"
 #include "kompute/Manager.hpp"
 #include "kompute/Errors.hpp"
 #include "kompute/Half.hpp"
@@ -610,15 +610,16 @@ preferredWeightFormat(const Manager& manager, WeightFormat format, uint32_t rowL
     if (grouped == WeightFormat::eNone || rowLength % 256 != 0) {
         return format;
     }
-    std::vector<std::string> disabled = internal::environmentList("KOMPUTE_ENV_DISABLE");
-    auto off = [&](const char* name) { return std::find(disabled.begin(), disabled.end(), name) != disabled.end(); };
-    if (off("grouped-blocks") || off("int-dot") || off("matvec-qx")) {
+    // Where OpMatMul's mat-vec takes the int-dot build's quantized-x mode,
+    // judged by the same device view and KOMPUTE_ENV_DISABLE names.
+    const DeviceCapabilities table = manager.capabilities();
+    const vk::PhysicalDeviceProperties properties = manager.getDeviceProperties();
+    kernels::DeviceCaps caps = kernels::deviceCaps(table, properties.limits);
+    kernels::matmul::DeviceView view = kernels::matmul::matMulDevice(table, properties, caps);
+    if (!kernels::matmul::matVecIntDot(view, caps) || caps.isDisabled("matvec-qx") || caps.isDisabled("grouped-blocks")) {
         return format;
     }
-    // Where OpMatMul's mat-vec takes the int-dot build (MatMul.cpp).
-    const auto dot = manager.capabilities().integerDotProduct;
-    bool accelerated = dot.accelerated4x8BitPacked && dot.accelerated4x8BitPackedMixed;
-    return accelerated || (dot.supported && off("matvec-float")) ? grouped : format;
+    return grouped;
 }
 
 } // namespace kp

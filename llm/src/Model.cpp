@@ -151,10 +151,9 @@ Model::upload(const std::string& name, TensorType type, const uint8_t* bytes, ui
         // Weights go to the device grouped where the kernel library prefers
         // it (kp::preferredWeightFormat: Q4_0 rows of whole groups of 8
         // blocks, on devices with integer dot products; kp::groupBlocks):
-        // the same weights, each block's quants
-        // 16-byte aligned after its group's scales, which the decode
-        // mat-vec loads coalesced (docs/matmul-tuning.md) and every other
-        // kernel reads as well.
+        // the same weights, each block's quants 16-byte aligned after its
+        // group's scales, which the decode mat-vec loads coalesced
+        // (docs/matmul-tuning.md) and every other kernel reads as well.
         std::vector<uint8_t> grouped;
         kp::WeightFormat blocks = weightFormatOf(type);
         if (blocks != kp::WeightFormat::eNone && kp::preferredWeightFormat(mManager, blocks, cols) != blocks) {

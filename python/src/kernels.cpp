@@ -473,6 +473,24 @@ bindTransformer(nb::module_& m)
 
 // --- The matrix kernels (OpMatMul, OpGetRows) and GGUF block codecs ----------
 
+// The bytes of `values` as numpy gives them in a contiguous array of
+// `dtype` (kp.quantize, kp.dequantize, kp.group_blocks).
+nb::bytes
+contiguousBytes(const ArrayLike& values, const char* dtype)
+{
+    nb::module_ np = nb::module_::import_("numpy");
+    return nb::cast<nb::bytes>(np.attr("ascontiguousarray")(values.object, nb::arg("dtype") = dtype).attr("tobytes")());
+}
+
+// A new numpy array of `dtype` holding a copy of `size` bytes from `data`.
+NdArray
+arrayOfBytes(const void* data, size_t size, const char* dtype)
+{
+    nb::module_ np = nb::module_::import_("numpy");
+    nb::bytes copy(static_cast<const char*>(data), size);
+    return NdArray{ np.attr("frombuffer")(copy, nb::arg("dtype") = dtype).attr("copy")() };
+}
+
 void
 bindMatMul(nb::module_& m)
 {
@@ -562,14 +580,11 @@ bindMatMul(nb::module_& m)
     m.def(
       "quantize",
       [](WeightFormat format, const ArrayLike& values) {
-          nb::module_ np = nb::module_::import_("numpy");
-          nb::bytes raw = nb::cast<nb::bytes>(
-            np.attr("ascontiguousarray")(values.object, nb::arg("dtype") = "float32").attr("tobytes")());
+          nb::bytes raw = contiguousBytes(values, "float32");
           std::vector<float> floats(raw.size() / sizeof(float));
           std::memcpy(floats.data(), raw.c_str(), floats.size() * sizeof(float));
           std::vector<uint8_t> blocks = kp::quantize(format, floats.data(), floats.size());
-          nb::bytes encoded(reinterpret_cast<const char*>(blocks.data()), blocks.size());
-          return NdArray{ np.attr("frombuffer")(encoded, nb::arg("dtype") = "uint8").attr("copy")() };
+          return arrayOfBytes(blocks.data(), blocks.size(), "uint8");
       },
       "format"_a,
       "values"_a,
@@ -580,17 +595,14 @@ bindMatMul(nb::module_& m)
     m.def(
       "dequantize",
       [](WeightFormat format, const ArrayLike& blocks) {
-          nb::module_ np = nb::module_::import_("numpy");
-          nb::bytes raw = nb::cast<nb::bytes>(
-            np.attr("ascontiguousarray")(blocks.object, nb::arg("dtype") = "uint8").attr("tobytes")());
+          nb::bytes raw = contiguousBytes(blocks, "uint8");
           uint32_t size = blockBytes(format);
           if (size == 0 || raw.size() % size != 0) {
               throw Error(logger::format("kp.dequantize: {} bytes are not whole {} blocks", raw.size(), toString(format)));
           }
           std::vector<float> values =
             kp::dequantize(format, reinterpret_cast<const uint8_t*>(raw.c_str()), raw.size() / size);
-          nb::bytes decoded(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-          return NdArray{ np.attr("frombuffer")(decoded, nb::arg("dtype") = "float32").attr("copy")() };
+          return arrayOfBytes(values.data(), values.size() * sizeof(float), "float32");
       },
       "format"_a,
       "blocks"_a,
@@ -599,13 +611,10 @@ bindMatMul(nb::module_& m)
     m.def(
       "group_blocks",
       [](WeightFormat format, const ArrayLike& blocks) {
-          nb::module_ np = nb::module_::import_("numpy");
-          nb::bytes raw = nb::cast<nb::bytes>(
-            np.attr("ascontiguousarray")(blocks.object, nb::arg("dtype") = "uint8").attr("tobytes")());
+          nb::bytes raw = contiguousBytes(blocks, "uint8");
           std::vector<uint8_t> grouped =
             kp::groupBlocks(format, reinterpret_cast<const uint8_t*>(raw.c_str()), raw.size());
-          nb::bytes encoded(reinterpret_cast<const char*>(grouped.data()), grouped.size());
-          return NdArray{ np.attr("frombuffer")(encoded, nb::arg("dtype") = "uint8").attr("copy")() };
+          return arrayOfBytes(grouped.data(), grouped.size(), "uint8");
       },
       "format"_a,
       "blocks"_a,

@@ -965,11 +965,13 @@ runMatVec(Context& ctx,
           MatVecData& data,
           const MatVecConfig& config,
           bool intDot,
-          uint32_t part = 0)
+          uint32_t part = 0,
+          bool partRow = false)
 {
-    // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only).
-    std::string name =
-      matVecName(ctx, rows, k, wType, config, intDot) + (part ? " part " + std::to_string(part) + " (timing only)" : "");
+    // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only);
+    // partRow: a row of the parts' table, the whole kernel labelled part 0.
+    std::string name = matVecName(ctx, rows, k, wType, config, intDot) +
+                       (part ? " part " + std::to_string(part) + " (timing only)" : partRow ? " part 0 (whole)" : "");
     if (!options.selects(name)) {
         return;
     }
@@ -1489,9 +1491,10 @@ main(int argc, char** argv)
                     }
                 }
                 if (timeParts) {
-                    for (uint32_t part : { 1u, 2u }) {
+                    // The whole kernel beside its parts (part 0).
+                    for (uint32_t part : { 0u, 1u, 2u }) {
                         warm();
-                        runMatVec(ctx, options, rows, k, w, data, chosen, true, part);
+                        runMatVec(ctx, options, rows, k, w, data, chosen, true, part, true);
                     }
                 }
                 data.release(ctx);

@@ -464,6 +464,45 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                                                : matVecGroups(config, push.rows);
             Workgroup grid{ rowGroups, p.batch, 1 };
             checkGrid(check, view, grid[0], grid[1], grid[2]);
+            // swigluA in the quantized-x mode with x whole: x quantized once,
+            // by a pass before the product (a thread a 32-element block,
+            // into a buffer of the operation), where each workgroup of the
+            // product would read both f32 rows and take an exp per element
+            // (H200, Llama-8B's ffn_down: docs/matmul-tuning.md).
+            // "matvec-x-pass" turns it off.
+            bool xPass = mv.glu && intDot && config.qxBlocks != 0 && config.qxBlocks * 32 >= p.k &&
+                         !caps.isDisabled("matvec-x-pass");
+            if (xPass) {
+                // Per batch: k / 32 blocks of 8 words of int8 values and a
+                // (scale, scale * sum) pair (MatVec.comp's qxQuantsAt).
+                uint32_t blockWords = 10, blocks = p.k / 32;
+                auto quantizedX = std::make_shared<TensorT<float>>(
+                  check.device(), size_t(blocks) * blockWords * p.batch, Memory::MemoryTypes::eStorage);
+                MatVecConfig passConfig = config;
+                passConfig.threads = 64;
+                MatVecVariant passVariant = mv;
+                passVariant.qxSource = 1;
+                MatVecPush passPush = push;
+                passPush.outOffset = 0;
+                passPush.outBatchStride = blocks * blockWords;
+                Workgroup passGrid{ groups(blocks, passConfig.threads), p.batch, 1 };
+                checkGrid(check, view, passGrid[0], passGrid[1], passGrid[2]);
+                addDispatch(buildAlgorithm(device,
+                                           { memObjects[0], memObjects[1], quantizedX, memObjects[0] },
+                                           builtinSpirv("matvec_int_dot"),
+                                           passGrid,
+                                           matVecSpecialization(passConfig, passVariant),
+                                           passPush));
+                // The product reads that buffer as x.
+                mv.glu = false;
+                mv.qxSource = 2;
+                mv.vecX = true;
+                push.xOffset = 0;
+                push.xStride = 1;
+                push.xBatchStride = blocks * blockWords;
+                push.xGateDelta = 0;
+                bound = { quantizedX, memObjects[1], memObjects[2], quantizedX };
+            }
             addDispatch(buildAlgorithm(device,
                                        bound,
                                        builtinSpirv(intDot ? "matvec_int_dot" : "matvec"),

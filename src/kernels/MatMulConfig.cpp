@@ -96,7 +96,8 @@ std::vector<uint32_t>
 matVecSpecialization(const MatVecConfig& c, const MatVecVariant& v)
 {
     return { c.threads, c.rows, v.x, v.w, v.out, v.columnMode, v.vecW, v.vecX, c.kSplit, c.staged, c.tileBlocks,
-             c.qxBlocks, v.glu, c.prefetch, c.stage, v.norm, c.interleave, 0 /* TIMING_PART: the whole kernel */ };
+             c.qxBlocks, v.glu, c.prefetch, c.stage, v.norm, c.interleave, 0 /* TIMING_PART: the whole kernel */,
+             v.qxSource };
 }
 
 uint32_t

@@ -185,6 +185,10 @@ struct MatVecVariant
     // (MatMulParams::normA): 0 none, else 1 + the norm weights' type, + 4
     // where their offset is a multiple of 4 (vector loads)
     uint32_t norm = 0;
+    // The int-dot build's x (MatVec.comp's QX_SOURCE): 0, quantized by each
+    // workgroup; 1, the x pass that quantizes it into a buffer; 2, the
+    // product reading that buffer
+    uint32_t qxSource = 0;
 };
 
 /** The push-constant blocks (GemmParams in MatMulParams.glsl, MatVecParams

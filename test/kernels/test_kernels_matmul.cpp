@@ -606,11 +606,14 @@ TEST_F(MatMul, QuantizedXMatVecIsExactOnInt8Activations)
 
 // MatMulParams::swigluA: x = silu(gate) * up read from two vectors of A, on
 // every mat-vec mode (float rows, staged, plain and quantized-x int-dot,
-// the K-quants' unit rows), with strided x (transA) and batches.
+// the K-quants' unit rows), with strided x (transA) and batches. The
+// quantized-x mode with x whole quantizes it in a pass of its own (two
+// dispatches), or in each workgroup with matvec-x-pass off.
 TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
 {
     bool intDots = mgr().capabilities().integerDotProduct.supported;
-    for (const char* disabled : { (const char*)nullptr, "staged", "matvec-float", "matvec-float,matvec-qx" }) {
+    for (const char* disabled :
+         { (const char*)nullptr, "staged", "matvec-float", "matvec-float,matvec-x-pass", "matvec-float,matvec-qx" }) {
         if (disabled && std::string(disabled).rfind("matvec-float", 0) == 0 && !intDots) {
             continue;
         }
@@ -639,9 +642,14 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
                     p.formatB = weightFormat(b);
                     auto op = std::make_shared<kp::OpMatMul>(std::vector<std::shared_ptr<kp::Memory>>{ at, bt, ct }, p);
                     EXPECT_EQ(op->path().rfind("matvec", 0), 0u) << op->path();
+                    bool intDot = op->path() == "matvec-int-dot";
+                    // (k = 512: x whole in the quantized-x mode on every device.)
+                    bool qxMode = intDot && disabled && std::string(disabled).find("matvec-qx") == std::string::npos &&
+                                  b != Elem::Q6_K;
+                    bool xPass = qxMode && std::string(disabled).find("matvec-x-pass") == std::string::npos;
+                    EXPECT_EQ(op->algorithms().size(), xPass ? 2u : 1u);
                     mgr().sequence()->record<kp::OpSyncDevice>({ at, bt })->record(op)->record<kp::OpSyncLocal>({ ct })->eval();
                     auto out = ct->vector();
-                    bool intDot = op->path() == "matvec-int-dot";
                     for (uint32_t bi = 0; bi < batch; ++bi) {
                         for (uint32_t j = 0; j < n; ++j) {
                             double ref = 0, magnitude = 0;

@@ -69,6 +69,12 @@ layout(constant_id = 16) const uint QX_INTERLEAVE = 0;
 // a value of it per row (no weights read), 2 reads the weights against
 // whatever shared memory holds (x not read).
 layout(constant_id = 17) const uint TIMING_PART = 0;
+// The quantized-x mode's x: 0, quantized by each workgroup; 1, the x pass
+// (qxPass: x quantized once, a thread a block, into binding 2, before the
+// product); 2, the product reading x as the x pass wrote it (binding 0).
+// OpMatMul takes the pair for swigluA, whose SwiGLU (two f32 rows of k and
+// an exp per element) each workgroup would otherwise repeat.
+layout(constant_id = 18) const uint QX_SOURCE = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -87,6 +93,9 @@ OPERAND_VIEWS(0, X)
 OPERAND_VIEWS(1, W)
 layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
 layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
+// The x pass's output (QX_SOURCE 1).
+layout(set = 0, binding = 2) buffer OutViewQ64 { uvec2 OutQ64[]; };
+layout(set = 0, binding = 2) buffer OutViewQ128 { uvec4 OutQ128[]; };
 // The norm's weights (NORM_X; without it the host binds x's tensor here,
 // unread).
 OPERAND_VIEWS(3, G)
@@ -793,10 +802,10 @@ const uint QS_GROUP_STRIDE = 9u;
 shared uvec4 qx[QX_BLOCKS != 0 ? QX_GROUPS * QX_GROUP_STRIDE : 1u];
 shared vec2 qxScale[QX_BLOCKS != 0 ? QX_GROUPS * QS_GROUP_STRIDE : 1u];
 
-// Quantizes x block `block` (of the row) into slot `slot` of the chunk;
-// with NORM_X, x times the norm's weights, and returns the sum of the
-// squares of x (0 without).
-float quantizeXBlock(uint xBase, uint block, uint slot)
+// Quantizes x block `block` (of the row): its 32 int8 values (qa, qb) and
+// (scale, scale * the sum of the int8 values); with NORM_X, x times the
+// norm's weights, and returns the sum of the squares of x (0 without).
+float quantizeBlock(uint xBase, uint block, out uvec4 qa, out uvec4 qb, out vec2 scaleSum)
 {
     vec4 v[8];
     uint k0 = block * 32u;
@@ -835,15 +844,61 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
         q[j] = packSnorm4x8(v[j] * inv); // round(x / amax * 127)
         sum += dotPackedSS(q[j], 0x01010101u, 0);
     }
-    uint g = slot >> 3, i = slot & 7u;
-    qx[g * QX_GROUP_STRIDE + 2u * i] = uvec4(q[0], q[1], q[2], q[3]);
-    qx[g * QX_GROUP_STRIDE + 2u * i + 1u] = uvec4(q[4], q[5], q[6], q[7]);
+    qa = uvec4(q[0], q[1], q[2], q[3]);
+    qb = uvec4(q[4], q[5], q[6], q[7]);
     float scale = amax / 127.0;
-    // x's sum, for the weights' offsets (Q4_0's q - 8, Q4_K's minimums;
-    // Q8_0 has none).
-    float offset = W_BASE == TYPE_Q4_0 ? 8.0 : (W_BASE == TYPE_Q8_0 ? 0.0 : 1.0);
-    qxScale[g * QS_GROUP_STRIDE + i] = vec2(scale, offset * scale * float(sum));
+    scaleSum = vec2(scale, scale * float(sum));
     return squares;
+}
+
+// x's sum enters the products of weights with offsets (Q4_0's q - 8,
+// Q4_K's minimums; Q8_0 has none): the factor of scale * sum in qxScale.
+const float X_SUM_FACTOR = W_BASE == TYPE_Q4_0 ? 8.0 : (W_BASE == TYPE_Q8_0 ? 0.0 : 1.0);
+
+// Where the x pass puts block `block` of the row from word `base`: the
+// blocks' int8 values (2 uvec4 each), then their (scale, scale * sum)
+// pairs; `base` a multiple of 4 words, the row's blocks a multiple of 8.
+uint qxQuantsAt(uint base, uint block) { return base / 4u + 2u * block; }
+uint qxScaleAt(uint base, uint block) { return (base + (p.k >> 5) * 8u) / 2u + block; }
+
+// Quantizes x block `block` (of the row) into slot `slot` of the chunk
+// (QX_SOURCE 2: copies it from the x pass's output) and returns the sum of
+// the squares of x with NORM_X (0 without).
+float quantizeXBlock(uint xBase, uint block, uint slot)
+{
+    uvec4 qa, qb;
+    vec2 scaleSum;
+    float squares = 0.0;
+    if (QX_SOURCE == 2) {
+        qa = X128[qxQuantsAt(xBase, block)];
+        qb = X128[qxQuantsAt(xBase, block) + 1u];
+        scaleSum = uintBitsToFloat(X64[qxScaleAt(xBase, block)]);
+    } else {
+        squares = quantizeBlock(xBase, block, qa, qb, scaleSum);
+    }
+    uint g = slot >> 3, i = slot & 7u;
+    qx[g * QX_GROUP_STRIDE + 2u * i] = qa;
+    qx[g * QX_GROUP_STRIDE + 2u * i + 1u] = qb;
+    qxScale[g * QS_GROUP_STRIDE + i] = vec2(scaleSum.x, X_SUM_FACTOR * scaleSum.y);
+    return squares;
+}
+
+// QX_SOURCE 1: block gl_GlobalInvocationID.x of x quantized into binding 2,
+// batch b's blocks from word outOffset + b * outBatchStride.
+void qxPass()
+{
+    uint block = gl_GlobalInvocationID.x;
+    if (block >= (p.k >> 5)) {
+        return;
+    }
+    uint batch = gl_WorkGroupID.y;
+    uint outBase = p.outOffset + batch * p.outBatchStride;
+    uvec4 qa, qb;
+    vec2 scaleSum;
+    quantizeBlock(p.xOffset + batch * p.xBatchStride, block, qa, qb, scaleSum);
+    OutQ128[qxQuantsAt(outBase, block)] = qa;
+    OutQ128[qxQuantsAt(outBase, block) + 1u] = qb;
+    OutQ64[qxScaleAt(outBase, block)] = floatBitsToUint(scaleSum);
 }
 
 
@@ -1294,6 +1349,8 @@ void main()
     if (COLUMN_MODE != 0) {
         columnMode();
 #ifdef INT_DOT
+    } else if (QX_SOURCE == 1) {
+        qxPass();
     } else if (QX_BLOCKS != 0 && W_QX) {
         qxRowMode();
 #endif

@@ -63,7 +63,10 @@ struct MatMulParams
      * elements when transA. For m = 1 (the mat-vec: an LLM's down
      * projection reading its feed-forward's gate and up projections, one
      * dispatch fewer); other shapes, or with the mat-vec turned off
-     * (KOMPUTE_ENV_DISABLE=matvec), are refused. */
+     * (KOMPUTE_ENV_DISABLE=matvec), are refused. In the int-dot mat-vec's
+     * quantized-x mode with x whole, the operation computes and quantizes
+     * x once, in a dispatch before the product, into a buffer it owns
+     * (KOMPUTE_ENV_DISABLE=matvec-x-pass: in each workgroup instead). */
     bool swigluA = false;
     /** With swigluA: first element of the gate vector in A. */
     uint64_t gateOffsetA = 0;
@@ -95,7 +98,8 @@ struct MatMulParams
  * Every shape, type and size is checked here, before anything is recorded:
  * mistakes throw kp::Error saying what is wrong. Constructing the operation
  * builds its pipeline (shared between operations with the same kernel and
- * constants); recording it is one dispatch. beta = 0 never reads C.
+ * constants); recording it is one dispatch (two for swigluA in the
+ * quantized-x mode: see MatMulParams::swigluA). beta = 0 never reads C.
  * path() names the kernel chosen for the device and shape: "tiled" (shared
  * memory, every device), "matvec" (one row or column of C: LLM decode),
  * "matvec-int-dot" (the same for Q8_0, Q4_0, Q4_K and Q5_K through

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -968,7 +969,8 @@ runMatVec(Context& ctx,
           uint32_t part = 0,
           bool partRow = false)
 {
-    // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only);
+    // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only,
+    // 3: the weights' loads only);
     // partRow: a row of the parts' table, the whole kernel labelled part 0.
     std::string name = matVecName(ctx, rows, k, wType, config, intDot) +
                        (part ? " part " + std::to_string(part) + " (timing only)" : partRow ? " part 0 (whole)" : "");
@@ -1070,9 +1072,11 @@ groupedConfigs(uint32_t k, uint32_t sms)
     uint32_t whole = std::max(8u, (k / 32 + 7) / 8 * 8);
     for (uint32_t threads : { 128u, 256u }) {
         for (uint32_t r : { 8u, 16u, 32u }) {
-            for (uint32_t perSm : { 2u, 4u }) {
-                for (uint32_t batch : { 8u, 16u }) {
-                    configs.push_back({ threads, r, 8, false, 32, whole, perSm * sms, false, false, batch });
+            for (uint32_t perSm : { 2u, 3u, 4u }) {
+                for (uint32_t batch : { 4u, 8u, 16u }) {
+                    for (bool prefetch : { false, true }) {
+                        configs.push_back({ threads, r, 8, false, 32, whole, perSm * sms, prefetch, false, batch });
+                    }
                 }
             }
         }
@@ -1471,14 +1475,24 @@ main(int argc, char** argv)
                         selected = selected || options.selects(matVecName(ctx, rows, k, w, config, intDot));
                     }
                 }
-                // The library's quantized-x choice in parts, where x is
-                // whole: x alone (its reads, quantization and barrier) and
-                // the weights alone, against the whole kernel's row.
-                MatVecConfig chosen = chooseMatVec(ctx.view, rows, w, false, false, true, k);
-                bool timeParts = hasQxRowMode(w) && std::find(builds.begin(), builds.end(), true) != builds.end() &&
-                                 chosen.qxBlocks * 32 >= k &&
-                                 options.selects(matVecName(ctx, rows, k, w, chosen, true) + " part");
-                if (!selected && !timeParts) {
+                // Quantized-x configurations in parts, where x is whole: x
+                // alone (its reads, quantization and barrier), the weights
+                // alone, and their loads alone, against the whole kernel's
+                // row; the library's choice first, then any of the sweep's
+                // that the filter names with " part".
+                std::vector<MatVecConfig> partConfigs;
+                if (hasQxRowMode(w) && std::find(builds.begin(), builds.end(), true) != builds.end()) {
+                    std::vector<MatVecConfig> candidates = configsOf(true);
+                    candidates.insert(candidates.begin(), chooseMatVec(ctx.view, rows, w, false, false, true, k));
+                    std::set<std::string> names;
+                    for (const auto& config : candidates) {
+                        std::string name = matVecName(ctx, rows, k, w, config, true);
+                        if (config.qxBlocks * 32 >= k && options.selects(name + " part") && names.insert(name).second) {
+                            partConfigs.push_back(config);
+                        }
+                    }
+                }
+                if (!selected && partConfigs.empty()) {
                     continue;
                 }
                 MatVecData data(ctx, rows, k, w);
@@ -1490,11 +1504,11 @@ main(int argc, char** argv)
                         }
                     }
                 }
-                if (timeParts) {
+                for (const auto& config : partConfigs) {
                     // The whole kernel beside its parts (part 0).
-                    for (uint32_t part : { 0u, 1u, 2u }) {
+                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
                         warm();
-                        runMatVec(ctx, options, rows, k, w, data, chosen, true, part, true);
+                        runMatVec(ctx, options, rows, k, w, data, config, true, part, true);
                     }
                 }
                 data.release(ctx);

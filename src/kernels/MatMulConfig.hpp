@@ -146,8 +146,8 @@ struct CoopmatConfig
  * row (a power of two) taking whole groups of 8 blocks; there, `maxGroups`
  * (not 0) caps the grid, each workgroup looping over tiles of `rows` rows
  * (x quantized once per workgroup where it fits whole), and `prefetch`
- * issues the loads of a thread's next group before the dot products of its
- * current one, and `stage` loads the weights coalesced and hands each
+ * issues the loads of a thread's next group (with `interleave`, its next
+ * batch of chunks) before the dot products of its current one, and `stage` loads the weights coalesced and hands each
  * thread its group through shared memory (where x fits whole and a row's
  * threads are one subgroup's); `interleave` (grouped weights, Q8_0X8 and
  * Q4_0X8, x whole) has a row's threads load neighbouring 16-byte chunks of

@@ -42,8 +42,9 @@ layout(constant_id = 10) const uint TILE_BLOCKS = 32;
 layout(constant_id = 11) const uint QX_BLOCKS = 0;
 // x is silu(gate) * up (see xAt), the gate xGateDelta elements from x.
 layout(constant_id = 12) const uint X_GLU = 0;
-// qxRowMode with x whole: the loads of a thread's next group issued before
-// the dot products of its current one (two groups of registers).
+// qxRowMode with x whole: the loads of a thread's next group (interleaved:
+// its next batch of chunks) issued before the dot products of its current
+// one (two groups or batches of registers).
 layout(constant_id = 13) const uint QX_PREFETCH = 0;
 // qxRowMode with x whole and each row's threads in one subgroup: the
 // weights loaded coalesced and handed to their threads through shared
@@ -67,7 +68,9 @@ layout(constant_id = 16) const uint QX_INTERLEAVE = 0;
 // For kompute-kernel-probe's timings of the quantized-x mode's parts (x
 // whole; the result is not the product unless 0): 1 quantizes x and writes
 // a value of it per row (no weights read), 2 reads the weights against
-// whatever shared memory holds (x not read).
+// whatever shared memory holds (x not read), 3 reads the weights and only
+// combines their words (neither x nor the dot products: what the loads
+// alone take in the same loop).
 layout(constant_id = 17) const uint TIMING_PART = 0;
 // The quantized-x mode's x: 0, quantized by each workgroup; 1, the x pass
 // (qxPass: x quantized once, a thread a block, into binding 2, before the
@@ -921,6 +924,13 @@ uint groupWord(uvec4 w[GROUP_U4], uint at)
 float qxGroupDot(uvec4 w[GROUP_U4], uint g)
 {
     float acc = 0.0;
+    if (TIMING_PART == 3) {
+        uint h = 0u;
+        [[unroll]] for (uint j = 0; j < GROUP_U4; ++j) {
+            h ^= w[j].x ^ w[j].y ^ w[j].z ^ w[j].w;
+        }
+        return float(h & 0xFFu);
+    }
     if (W_TYPE == TYPE_Q4_K || W_TYPE == TYPE_Q5_K) {
         // sum(w x) = d sc sum(q x) - dmin m sum(x) per sub-block; chunk c of
         // the 128 quant bytes holds sub-block 2c in its low nibbles and
@@ -1129,55 +1139,108 @@ const uint CHUNK_BLOCKS_SHIFT = W_BASE == TYPE_Q8_0 ? 1u : 0u; // log2 of the ch
 const uint GROUP_CHUNKS = 8u << CHUNK_BLOCKS_SHIFT;             // quant chunks per group
 const uint QX_BATCH = QX_INTERLEAVE != 0u ? QX_INTERLEAVE : 1u;
 
+// A batch of the interleaved loop: chunks c0, c0 + TPR, ... (QX_INTERLEAVE
+// of them, those below `chunks`) of the row whose first chunk is rowU4, each
+// with the word of its group's first chunk that holds its block's scale.
+void loadBatch(bool live, uint rowU4, uint c0, uint tpr, uint chunks, out uvec4 q[QX_BATCH], out uint dWord[QX_BATCH])
+{
+    [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
+        uint c = c0 + tpr * i;
+        q[i] = uvec4(0);
+        dWord[i] = 0u;
+        if (live && c < chunks) {
+            uint groupU4 = rowU4 + (c / GROUP_CHUNKS) * GROUP_U4;
+            uint j = c % GROUP_CHUNKS;
+            q[i] = W128[groupU4 + 1u + j];
+            dWord[i] = W32[groupU4 * 4u + (j >> CHUNK_BLOCKS_SHIFT) / 2u];
+        }
+    }
+}
+
+// The batch's sum of w * x (x as quantized); TIMING_PART 3 only combines
+// its words (the loads without the arithmetic).
+float batchDot(uvec4 q[QX_BATCH], uint dWord[QX_BATCH], uint c0, uint tpr, uint chunks)
+{
+    float acc = 0.0;
+    [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
+        uint c = c0 + tpr * i;
+        if (c >= chunks) {
+            continue;
+        }
+        if (TIMING_PART == 3) {
+            acc += float((q[i].x ^ q[i].y ^ q[i].z ^ q[i].w ^ dWord[i]) & 0xFFu);
+            continue;
+        }
+        uint g = c / GROUP_CHUNKS, j = c % GROUP_CHUNKS;
+        uint b = j >> CHUNK_BLOCKS_SHIFT; // the block within the group
+        float d = (b & 1u) != 0u ? unpackHalf2x16(dWord[i]).y : unpackHalf2x16(dWord[i]).x;
+        uint e = g * QX_GROUP_STRIDE + 2u * b;
+        vec2 s = qxScale[g * QS_GROUP_STRIDE + b];
+        int dotQ = 0;
+        if (W_BASE == TYPE_Q8_0) {
+            uvec4 xq = qx[e + (j & 1u)]; // the block's half this chunk holds
+            [[unroll]] for (uint w = 0; w < 4u; ++w) {
+                dotQ += dotPackedSS(q[i][w], xq[w], 0);
+            }
+            acc += d * s.x * float(dotQ);
+        } else { // byte w holds weights w (low nibble) and w + 16 (high)
+            uvec4 xa = qx[e], xb = qx[e + 1u];
+            [[unroll]] for (uint w = 0; w < 4u; ++w) {
+                dotQ += dotPackedSU(xa[w], q[i][w] & 0x0F0F0F0Fu, 0);
+                dotQ += dotPackedSU(xb[w], (q[i][w] >> 4) & 0x0F0F0F0Fu, 0);
+            }
+            acc += d * (s.x * float(dotQ) - s.y);
+        }
+    }
+    return acc;
+}
+
+// A row's threads take its chunks in rounds of TPR * QX_INTERLEAVE
+// (`rounds` per tile, the same for every row, so that a row's subgroup sums
+// meet). QX_PREFETCH: the next round's loads (or the next tile's first) are
+// issued before the current round's dot products, two batches of
+// registers, so that each thread has loads in flight while it computes.
 void qxInterleavedRows(uint wBase, uint outBase, uint groups, uint tiles, float invRms)
 {
     const uint TPR = WG / ROWS;
     uint t = qxThread(TPR);
     uint r = t / TPR, lane = t % TPR;
     uint chunks = groups * GROUP_CHUNKS;
+    uint span = TPR * QX_BATCH;
+    uint rounds = (chunks + span - 1u) / span;
     uint step = gl_NumWorkGroups.x * ROWS;
     uint row = gl_WorkGroupID.x * ROWS + r;
+    uvec4 q[QX_BATCH];
+    uint dWord[QX_BATCH];
+    if (QX_PREFETCH != 0) {
+        bool live = row < p.rows && gl_WorkGroupID.x < tiles;
+        loadBatch(live, live ? rowChunk(wBase, row) : 0u, lane, TPR, chunks, q, dWord);
+    }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
         uint rowU4 = live ? rowChunk(wBase, row) : 0u;
         float acc = 0.0;
-        for (uint c0 = lane; live && c0 < chunks; c0 += TPR * QX_BATCH) {
-            uvec4 q[QX_BATCH];
-            uint dWord[QX_BATCH];
-            [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
-                uint c = c0 + TPR * i;
-                q[i] = uvec4(0);
-                dWord[i] = 0u;
-                if (c < chunks) {
-                    uint groupU4 = rowU4 + (c / GROUP_CHUNKS) * GROUP_U4;
-                    uint j = c % GROUP_CHUNKS;
-                    q[i] = W128[groupU4 + 1u + j];
-                    dWord[i] = W32[groupU4 * 4u + (j >> CHUNK_BLOCKS_SHIFT) / 2u];
+        for (uint round = 0u; round < rounds; ++round) {
+            uint c0 = round * span + lane;
+            if (QX_PREFETCH != 0) {
+                bool lastRound = round + 1u == rounds;
+                uint nextRow = lastRound ? row + step : row;
+                bool nextLive = nextRow < p.rows;
+                uvec4 qn[QX_BATCH];
+                uint dn[QX_BATCH];
+                loadBatch(nextLive, lastRound ? (nextLive ? rowChunk(wBase, nextRow) : 0u) : rowU4,
+                          lastRound ? lane : c0 + span, TPR, chunks, qn, dn);
+                if (live) {
+                    acc += batchDot(q, dWord, c0, TPR, chunks);
                 }
-            }
-            [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
-                uint c = c0 + TPR * i;
-                if (c < chunks) {
-                    uint g = c / GROUP_CHUNKS, j = c % GROUP_CHUNKS;
-                    uint b = j >> CHUNK_BLOCKS_SHIFT; // the block within the group
-                    float d = (b & 1u) != 0u ? unpackHalf2x16(dWord[i]).y : unpackHalf2x16(dWord[i]).x;
-                    uint e = g * QX_GROUP_STRIDE + 2u * b;
-                    vec2 s = qxScale[g * QS_GROUP_STRIDE + b];
-                    int dotQ = 0;
-                    if (W_BASE == TYPE_Q8_0) {
-                        uvec4 xq = qx[e + (j & 1u)]; // the block's half this chunk holds
-                        [[unroll]] for (uint w = 0; w < 4u; ++w) {
-                            dotQ += dotPackedSS(q[i][w], xq[w], 0);
-                        }
-                        acc += d * s.x * float(dotQ);
-                    } else { // byte w holds weights w (low nibble) and w + 16 (high)
-                        uvec4 xa = qx[e], xb = qx[e + 1u];
-                        [[unroll]] for (uint w = 0; w < 4u; ++w) {
-                            dotQ += dotPackedSU(xa[w], q[i][w] & 0x0F0F0F0Fu, 0);
-                            dotQ += dotPackedSU(xb[w], (q[i][w] >> 4) & 0x0F0F0F0Fu, 0);
-                        }
-                        acc += d * (s.x * float(dotQ) - s.y);
-                    }
+                [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
+                    q[i] = qn[i];
+                    dWord[i] = dn[i];
+                }
+            } else {
+                loadBatch(live, rowU4, c0, TPR, chunks, q, dWord);
+                if (live) {
+                    acc += batchDot(q, dWord, c0, TPR, chunks);
                 }
             }
         }
@@ -1225,7 +1288,7 @@ void qxRowMode()
             loadGroup(rowChunk(wBase, row), lane, w);
         }
         float squares = 0.0;
-        for (uint b = tid; TIMING_PART != 2 && b < groups * 8u; b += WG) {
+        for (uint b = tid; TIMING_PART < 2 && b < groups * 8u; b += WG) {
             squares += quantizeXBlock(xBase, b, b);
         }
         shareSquares(squares);

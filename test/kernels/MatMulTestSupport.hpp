@@ -260,6 +260,14 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc, std::shared_ptr<kp::OpMatMul>*
         }
         return bf16Matrices ? static_cast<float>(kp::bfloat16_t(v)) : static_cast<float>(kp::float16_t(v));
     };
+    // (Converted once: the reference's inner loop runs m x n x k times.)
+    std::vector<double> aSeen(aStored.size()), bSeen(bStored.size());
+    for (size_t i = 0; i < aStored.size(); ++i) {
+        aSeen[i] = seen(gc.a, aStored[i]);
+    }
+    for (size_t i = 0; i < bStored.size(); ++i) {
+        bSeen[i] = seen(gc.b, bStored[i]);
+    }
     std::vector<bool> written(nC, false);
     size_t failures = 0;
     double outRounding = gc.c == Elem::F16 ? 1.0 / 1024 : 0.0;
@@ -271,7 +279,7 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc, std::shared_ptr<kp::OpMatMul>*
                 for (uint32_t kk = 0; kk < p.k; ++kk) {
                     uint64_t ia = p.offsetA + batch * sA + (p.transA ? uint64_t(kk) * lda + i : uint64_t(i) * lda + kk);
                     uint64_t ib = p.offsetB + batch * sB + (p.transB ? uint64_t(j) * ldb + kk : uint64_t(kk) * ldb + j);
-                    double x = seen(gc.a, aStored[ia]), y = seen(gc.b, bStored[ib]);
+                    double x = aSeen[ia], y = bSeen[ib];
                     sum += x * y;
                     magnitude += std::fabs(x * y);
                 }

@@ -418,13 +418,18 @@ chooseMatVec(const DeviceView& device,
         // one workgroup per tile), CPUs 8 workgroups (their cores take a
         // workgroup at a time).
         qx.maxGroups = device.isCpu() ? 8 : device.smCount * kQxGroupsPerSm;
-        // Grouped Q4_0: a row's threads on neighbouring chunks, 8 at once
-        // (where x is whole; the shader keeps a group a thread otherwise):
-        // H200 tg128 346.1 t/s against 340.2 with a group a thread and
-        // 339.1 on GGUF's layout. Grouped Q8_0 keeps a group a thread:
-        // 229.1 against 216.4 interleaved (faster alone on 28672 x 4096,
-        // 3527 against 2943 GB/s, slower end to end; docs/matmul-tuning.md).
-        qx.interleave = wType == kQ4_0X8 ? 8 : 0;
+        // Grouped Q4_0: a row's threads on neighbouring chunks, 4 at once,
+        // the next 4 loaded before the current ones' dot products (where x
+        // is whole; the shader keeps a group a thread otherwise): H200
+        // tg128 386.7 t/s against 363.3 with 8 at once and no prefetch,
+        // 373.5 with 4 at once and no prefetch (one call; the H100 350.2
+        // against 336.2), and before those 346.1 with 8 at once against
+        // 340.2 with a group a thread and 339.1 on GGUF's layout. Grouped
+        // Q8_0 keeps a group a thread: 229.1 against 216.4 interleaved
+        // (faster alone on 28672 x 4096, 3527 against 2943 GB/s, slower end
+        // to end; docs/matmul-tuning.md).
+        qx.interleave = wType == kQ4_0X8 ? 4 : 0;
+        qx.prefetch = wType == kQ4_0X8;
         if (matVecProblem(qx, device, wType).empty()) {
             return qx;
         }

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/MatMulDevice.hpp"
 #include "kompute/Manager.hpp"
@@ -598,6 +600,39 @@ groupBlocks(WeightFormat format, const uint8_t* data, size_t bytes)
     return out;
 }
 
+namespace {
+
+// Whether preferredWeightFormat groups `format` (Q8_0 or Q4_0): Q4_0 only,
+// or the formats KOMPUTE_ENV_GROUPED_BLOCKS names (a tuning knob, so that
+// kompute-llm can measure grouped Q8_0 end to end; a name that is not q8_0
+// or q4_0 is reported and the default kept).
+bool
+groupsFormat(WeightFormat format)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_GROUPED_BLOCKS");
+    if (!text) {
+        return format == WeightFormat::eQ4_0;
+    }
+    bool q8 = false, q4 = false;
+    std::string names = text;
+    for (size_t at = 0; at <= names.size();) {
+        size_t end = std::min(names.find(',', at), names.size());
+        std::string name = names.substr(at, end - at);
+        if (name == "q8_0") {
+            q8 = true;
+        } else if (name == "q4_0") {
+            q4 = true;
+        } else if (!name.empty()) {
+            KP_LOG_WARN("KOMPUTE_ENV_GROUPED_BLOCKS={} is ignored: '{}' is not q8_0 or q4_0", text, name);
+            return format == WeightFormat::eQ4_0;
+        }
+        at = end + 1;
+    }
+    return format == WeightFormat::eQ8_0 ? q8 : format == WeightFormat::eQ4_0 && q4;
+}
+
+} // namespace
+
 WeightFormat
 preferredWeightFormat(const Manager& manager, WeightFormat format, uint32_t rowLength)
 {
@@ -605,8 +640,8 @@ preferredWeightFormat(const Manager& manager, WeightFormat format, uint32_t rowL
     // Llama-8B tg128 346.1 against 339.1 t/s) and the prefill GEMM as fast
     // (pp512 10,899 against 10,876). Grouped Q8_0 measured +1.4% in decode
     // and -5% in prefill (pp512 9,714 against 10,224): it stays as stored
-    // (docs/matmul-tuning.md).
-    WeightFormat grouped = format == WeightFormat::eQ4_0 ? groupedFormat(format) : WeightFormat::eNone;
+    // (docs/matmul-tuning.md) unless KOMPUTE_ENV_GROUPED_BLOCKS names it.
+    WeightFormat grouped = groupsFormat(format) ? groupedFormat(format) : WeightFormat::eNone;
     if (grouped == WeightFormat::eNone || rowLength % 256 != 0) {
         return format;
     }

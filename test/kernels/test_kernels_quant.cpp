@@ -301,6 +301,30 @@ TEST_F(QuantKernels, PreferredWeightFormat)
             DisablePaths more(off);
             EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096), WeightFormat::eQ4_0) << off;
         }
+        // KOMPUTE_ENV_GROUPED_BLOCKS: the formats grouped instead.
+        WeightFormat q8 = dot.supported ? WeightFormat::eQ8_0X8 : WeightFormat::eQ8_0;
+        {
+            ScopedEnv grouped("KOMPUTE_ENV_GROUPED_BLOCKS", "q8_0");
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ8_0, 768), q8);
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096), WeightFormat::eQ4_0);
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ8_0, 96), WeightFormat::eQ8_0);
+        }
+        {
+            ScopedEnv grouped("KOMPUTE_ENV_GROUPED_BLOCKS", "q4_0,q8_0");
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ8_0, 768), q8);
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096),
+                      dot.supported ? WeightFormat::eQ4_0X8 : WeightFormat::eQ4_0);
+        }
+        {
+            ScopedEnv grouped("KOMPUTE_ENV_GROUPED_BLOCKS", "");
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ4_0, 4096), WeightFormat::eQ4_0);
+        }
+        {
+            ScopedEnv grouped("KOMPUTE_ENV_GROUPED_BLOCKS", "q8_0,q5_k");
+            LogCapture log;
+            EXPECT_EQ(kp::preferredWeightFormat(mgr(), WeightFormat::eQ8_0, 768), WeightFormat::eQ8_0);
+            EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_GROUPED_BLOCKS=q8_0,q5_k is ignored"));
+        }
     }
 }
 

@@ -118,8 +118,10 @@ std::vector<uint8_t> groupBlocks(WeightFormat format, const uint8_t* data, size_
  * rows of whole groups (multiples of 256 weights) where OpMatMul's mat-vec
  * takes integer dot products (the interleaved loop that grouping is for;
  * the float mat-vec reads grouped Q4_0 slower), else `format` itself
- * (grouped Q8_0 was slower in prefill than it gained in decode).
- * KOMPUTE_ENV_DISABLE (read at each call) with grouped-blocks keeps
+ * (grouped Q8_0 was slower in prefill than it gained in decode;
+ * KOMPUTE_ENV_GROUPED_BLOCKS, e.g. "q8_0,q4_0", names the formats grouped
+ * instead, for tuning). KOMPUTE_ENV_DISABLE (read at each call) with
+ * grouped-blocks keeps
  * `format`, and so do int-dot and matvec-qx; matvec-float counts integer
  * dot products the device has but does not accelerate, as OpMatMul does.
  * A program that loads GGUF weights asks this, and stores them with

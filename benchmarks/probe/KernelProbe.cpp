@@ -953,7 +953,7 @@ matVecName(const Context& ctx, uint32_t rows, uint32_t k, uint32_t wType, const 
            (config.qxBlocks && config.maxGroups
               ? " grid " + std::to_string(config.maxGroups / std::max(ctx.view.smCount, 1u)) + "/sm"
               : "") +
-           (config.qxBlocks && config.prefetch ? " prefetch" : "") + (config.qxBlocks && config.stage ? " stage" : "") +
+           (config.qxBlocks && config.prefetch ? (config.prefetch == 2 ? " prefetch early" : " prefetch") : "") + (config.qxBlocks && config.stage ? " stage" : "") +
            (config.qxBlocks && config.interleave ? " interleave " + std::to_string(config.interleave) : "");
 }
 
@@ -1074,7 +1074,7 @@ groupedConfigs(uint32_t k, uint32_t sms)
         for (uint32_t r : { 8u, 16u, 32u }) {
             for (uint32_t perSm : { 2u, 3u, 4u }) {
                 for (uint32_t batch : { 4u, 8u, 16u }) {
-                    for (bool prefetch : { false, true }) {
+                    for (uint32_t prefetch : { 0u, 1u, 2u }) {
                         configs.push_back({ threads, r, 8, false, 32, whole, perSm * sms, prefetch, false, batch });
                     }
                 }

@@ -160,7 +160,7 @@ groups(uint64_t extent, uint32_t tile)
 // KOMPUTE_ENV_MATVEC_QX=threads:rows:groupsPerSM:prefetch:stage[:interleave]
 // replaces the quantized-x mat-vec's choice (a tuning knob: kompute-llm
 // runs with each candidate measure it end to end; groupsPerSM 0 is one
-// workgroup per tile of rows; prefetch and stage 0 or 1, interleave 0-16
+// workgroup per tile of rows; prefetch 0-2 and stage 0 or 1, interleave 0-16
 // chunks: MatVecConfig; interleave, for grouped weights, keeps the choice
 // when left out). A value that does not parse or fit the device is
 // reported and ignored.
@@ -174,12 +174,12 @@ overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
     unsigned threads = 0, rows = 0, perSm = 0, prefetch = 0, stage = 0, interleave = config.interleave;
     char end = 0;
     int fields = std::sscanf(text, "%u:%u:%u:%u:%u:%u%c", &threads, &rows, &perSm, &prefetch, &stage, &interleave, &end);
-    if ((fields == 5 || fields == 6) && prefetch <= 1 && stage <= 1) {
+    if ((fields == 5 || fields == 6) && prefetch <= 2 && stage <= 1) {
         MatVecConfig c = config;
         c.threads = threads;
         c.rows = rows;
         c.maxGroups = perSm * (view.smCount ? view.smCount : 1);
-        c.prefetch = prefetch != 0;
+        c.prefetch = prefetch;
         c.stage = stage != 0;
         c.interleave = interleave;
         std::string problem = matVecProblem(c, view, wType);

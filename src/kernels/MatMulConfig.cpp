@@ -249,6 +249,9 @@ matVecProblem(const MatVecConfig& c, const DeviceView& device, uint32_t wType)
     if (c.interleave > 16) {
         return format("{} chunks at once exceed the interleaved loop's 16", c.interleave);
     }
+    if (c.prefetch > 2) {
+        return format("prefetch {} is not 0, 1 or 2", c.prefetch);
+    }
     if (c.qxBlocks) {
         uint32_t perRow = c.threads / c.rows;
         if (c.staged || c.qxBlocks % 8 || c.threads % c.rows || (perRow & (perRow - 1)) != 0) {
@@ -429,7 +432,7 @@ chooseMatVec(const DeviceView& device,
         // (faster alone on 28672 x 4096, 3527 against 2943 GB/s, slower end
         // to end; docs/matmul-tuning.md).
         qx.interleave = wType == kQ4_0X8 ? 4 : 0;
-        qx.prefetch = wType == kQ4_0X8;
+        qx.prefetch = wType == kQ4_0X8 ? 1 : 0;
         if (matVecProblem(qx, device, wType).empty()) {
             return qx;
         }

@@ -147,7 +147,8 @@ struct CoopmatConfig
  * (not 0) caps the grid, each workgroup looping over tiles of `rows` rows
  * (x quantized once per workgroup where it fits whole), and `prefetch`
  * issues the loads of a thread's next group (with `interleave`, its next
- * batch of chunks) before the dot products of its current one, and `stage` loads the weights coalesced and hands each
+ * batch of chunks) before the dot products of its current one (2, with
+ * `interleave`: its first batch also before x is quantized), and `stage` loads the weights coalesced and hands each
  * thread its group through shared memory (where x fits whole and a row's
  * threads are one subgroup's); `interleave` (grouped weights, Q8_0X8 and
  * Q4_0X8, x whole) has a row's threads load neighbouring 16-byte chunks of
@@ -159,7 +160,8 @@ struct MatVecConfig
     uint32_t tileBlocks = 32;
     uint32_t qxBlocks = 0;
     uint32_t maxGroups = 0;
-    bool prefetch = false;
+    // 0, 1, or 2 (see above; a bool before the interleaved loop's level 2).
+    uint32_t prefetch = 0;
     bool stage = false;
     // Grouped weights with x whole: a row's threads take neighbouring
     // 16-byte chunks of its quants, this many loaded at once (QX_INTERLEAVE,

@@ -511,7 +511,8 @@ TEST_F(MatMul, QuantizedXMatVecTuningVariants)
     // each, so the block formats beyond Q4_0 run with one variant, whose
     // loop is the same for all.)
     for (const char* variant : { "64:8:0:0:0", "64:8:2:1:0", "64:4:3:0:0", "32:1:5:1:0", "128:4:1:1:0", "32:8:2:0:1",
-                                 "64:4:0:0:1", "64:8:2:0:0:0", "32:1:3:0:0:1", "64:4:3:1:0:4", "32:2:1:1:0:3" }) {
+                                 "64:4:0:0:1", "64:8:2:0:0:0", "32:1:3:0:0:1", "64:4:3:1:0:4", "32:2:1:1:0:3",
+                                 "64:8:2:2:0:2" }) {
         SCOPED_TRACE(variant);
         ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", variant);
         std::string v = variant;
@@ -519,10 +520,11 @@ TEST_F(MatMul, QuantizedXMatVecTuningVariants)
         // The grouped forms' loops: interleaved (their default; 32:1 sums
         // a row's threads through shared memory; with prefetch, the next
         // round's loads in flight, within a tile and across tiles: 64:4:3
-        // in batches of 4, 32:2:1 of 3 on one workgroup) and a group a
-        // thread (the sixth field 0).
+        // in batches of 4, 32:2:1 of 3 on one workgroup; prefetch 2, the
+        // first batch loaded before x is quantized) and a group a thread
+        // (the sixth field 0).
         bool grouped = allTypes || v == "64:8:2:0:0:0" || v == "32:1:3:0:0:1" || v == "64:4:3:1:0:4" ||
-                       v == "32:2:1:1:0:3";
+                       v == "32:2:1:1:0:3" || v == "64:8:2:2:0:2";
         for (Elem b : { Elem::Q4_0, Elem::Q8_0, Elem::Q4_K, Elem::Q4_0X8, Elem::Q8_0X8 }) {
             bool isGrouped = b == Elem::Q4_0X8 || b == Elem::Q8_0X8;
             bool sixFields = std::count(v.begin(), v.end(), ':') == 5;
@@ -543,7 +545,7 @@ TEST_F(MatMul, QuantizedXMatVecTuningVariants)
             EXPECT_EQ(runGemmCase(mgr(), batched), "matvec-int-dot");
         }
     }
-    for (const char* bad : { "256:16:2:0", "64:3:1:0:0", "64:8:1:2:0" }) {
+    for (const char* bad : { "256:16:2:0", "64:3:1:0:0", "64:8:1:3:0" }) {
         SCOPED_TRACE(bad);
         ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", bad);
         LogCapture log;

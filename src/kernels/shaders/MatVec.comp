@@ -44,7 +44,8 @@ layout(constant_id = 11) const uint QX_BLOCKS = 0;
 layout(constant_id = 12) const uint X_GLU = 0;
 // qxRowMode with x whole: the loads of a thread's next group (interleaved:
 // its next batch of chunks) issued before the dot products of its current
-// one (two groups or batches of registers).
+// one (two groups or batches of registers); 2, interleaved: its first batch
+// also issued before x is quantized (a group a thread always does so).
 layout(constant_id = 13) const uint QX_PREFETCH = 0;
 // qxRowMode with x whole and each row's threads in one subgroup: the
 // weights loaded coalesced and handed to their threads through shared
@@ -1195,6 +1196,21 @@ float batchDot(uvec4 q[QX_BATCH], uint dWord[QX_BATCH], uint c0, uint tpr, uint 
     return acc;
 }
 
+// The interleaved loop's current batch (with QX_PREFETCH, loaded before
+// the loop, or before x is quantized).
+uvec4 batchQ[QX_BATCH];
+uint batchD[QX_BATCH];
+
+// With QX_PREFETCH: the thread's first batch (its workgroup's first tile).
+void loadFirstBatch(uint wBase, uint groups)
+{
+    const uint TPR = WG / ROWS;
+    uint t = qxThread(TPR);
+    uint row = gl_WorkGroupID.x * ROWS + t / TPR;
+    bool live = row < p.rows;
+    loadBatch(live, live ? rowChunk(wBase, row) : 0u, t % TPR, TPR, groups * GROUP_CHUNKS, batchQ, batchD);
+}
+
 // A row's threads take its chunks in rounds of TPR * QX_INTERLEAVE
 // (`rounds` per tile, the same for every row, so that a row's subgroup sums
 // meet). QX_PREFETCH: the next round's loads (or the next tile's first) are
@@ -1210,11 +1226,8 @@ void qxInterleavedRows(uint wBase, uint outBase, uint groups, uint tiles, float 
     uint rounds = (chunks + span - 1u) / span;
     uint step = gl_NumWorkGroups.x * ROWS;
     uint row = gl_WorkGroupID.x * ROWS + r;
-    uvec4 q[QX_BATCH];
-    uint dWord[QX_BATCH];
-    if (QX_PREFETCH != 0) {
-        bool live = row < p.rows && gl_WorkGroupID.x < tiles;
-        loadBatch(live, live ? rowChunk(wBase, row) : 0u, lane, TPR, chunks, q, dWord);
+    if (QX_PREFETCH == 1) {
+        loadFirstBatch(wBase, groups);
     }
     for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x, row += step) {
         bool live = row < p.rows;
@@ -1231,16 +1244,16 @@ void qxInterleavedRows(uint wBase, uint outBase, uint groups, uint tiles, float 
                 loadBatch(nextLive, lastRound ? (nextLive ? rowChunk(wBase, nextRow) : 0u) : rowU4,
                           lastRound ? lane : c0 + span, TPR, chunks, qn, dn);
                 if (live) {
-                    acc += batchDot(q, dWord, c0, TPR, chunks);
+                    acc += batchDot(batchQ, batchD, c0, TPR, chunks);
                 }
                 [[unroll]] for (uint i = 0; i < QX_BATCH; ++i) {
-                    q[i] = qn[i];
-                    dWord[i] = dn[i];
+                    batchQ[i] = qn[i];
+                    batchD[i] = dn[i];
                 }
             } else {
-                loadBatch(live, rowU4, c0, TPR, chunks, q, dWord);
+                loadBatch(live, rowU4, c0, TPR, chunks, batchQ, batchD);
                 if (live) {
-                    acc += batchDot(q, dWord, c0, TPR, chunks);
+                    acc += batchDot(batchQ, batchD, c0, TPR, chunks);
                 }
             }
         }
@@ -1283,9 +1296,13 @@ void qxRowMode()
     uvec4 w[GROUP_U4];
     float invRms = 1.0;
     if (xWhole) {
-        // The first tile's first group is in flight while x is quantized.
+        // The first tile's first group (or batch, QX_PREFETCH 2) is in
+        // flight while x is quantized.
         if (!interleave && TIMING_PART != 1 && row < p.rows && lane < groups) {
             loadGroup(rowChunk(wBase, row), lane, w);
+        }
+        if (interleave && QX_PREFETCH == 2 && TIMING_PART != 1) {
+            loadFirstBatch(wBase, groups);
         }
         float squares = 0.0;
         for (uint b = tid; TIMING_PART < 2 && b < groups * 8u; b += WG) {

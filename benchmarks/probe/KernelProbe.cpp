@@ -12,7 +12,9 @@
 //   kompute-kernel-probe [--quick] [--all-paths] [--validate] [--filter TEXT] [--device N]
 // (--all-paths: also the integer dot-product mat-vec where the device
 // supports but does not accelerate it, to check it on lavapipe. --filter:
-// the rows whose label contains TEXT, or one of its '|'-separated parts.)
+// the rows whose label contains TEXT, or one of its '|'-separated parts;
+// where every part starts with "matvec" or "read bandwidth", the GEMM
+// sections are skipped before they make their data.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -130,6 +133,30 @@ struct Options
             }
             if (end == std::string::npos) {
                 return false;
+            }
+            begin = end + 1;
+        }
+    }
+    // Whether the filter names only rows whose labels start with one of
+    // `prefixes` (every '|'-separated part starts so): then the sections
+    // of other rows need not make their data.
+    bool onlyRowsStartingWith(std::initializer_list<const char*> prefixes) const
+    {
+        if (filter.empty()) {
+            return false;
+        }
+        for (size_t begin = 0;;) {
+            size_t end = filter.find('|', begin);
+            std::string part = filter.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+            bool known = part.empty();
+            for (const char* prefix : prefixes) {
+                known = known || part.rfind(prefix, 0) == 0;
+            }
+            if (!known) {
+                return false;
+            }
+            if (end == std::string::npos) {
+                return true;
             }
             begin = end + 1;
         }
@@ -1321,9 +1348,10 @@ main(int argc, char** argv)
                 data.release(ctx);
             }
         }
-        // A filter that names mat-vecs ("matvec 4096x14336") skips the GEMMs
-        // and the hundreds of megabytes of host data they make.
-        if (options.filter.rfind("matvec", 0) != 0 && !pipelineOnly) {
+        // A filter that names only mat-vecs ("matvec 4096x14336") and the
+        // read bandwidth skips the GEMMs and the hundreds of megabytes of
+        // host data they make (a minute of device time before the mat-vecs).
+        if (!options.onlyRowsStartingWith({ "matvec", "read bandwidth" }) && !pipelineOnly) {
             GemmProblem f16Square{ big, big, big, false, kF16, kF16, kF32 };
             if (ctx.nv || ctx.khr) {
                 GemmData data(ctx, f16Square);

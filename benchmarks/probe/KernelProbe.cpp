@@ -118,48 +118,52 @@ struct Options
     bool validate = false;
     std::string filter;
     uint32_t device = 0;
-    // Whether a row labelled `name` runs: no filter, or one of its
-    // '|'-separated parts in the label (one call can pick several groups).
+    // The filter's non-empty '|'-separated parts (one call can pick
+    // several groups of rows).
+    std::vector<std::string> filterParts() const
+    {
+        std::vector<std::string> parts;
+        for (size_t begin = 0; begin <= filter.size();) {
+            size_t end = std::min(filter.find('|', begin), filter.size());
+            if (end > begin) {
+                parts.push_back(filter.substr(begin, end - begin));
+            }
+            begin = end + 1;
+        }
+        return parts;
+    }
+    // Whether a row labelled `name` runs: no filter, or one of its parts in
+    // the label.
     bool selects(const std::string& name) const
     {
         if (filter.empty()) {
             return true;
         }
-        for (size_t begin = 0;;) {
-            size_t end = filter.find('|', begin);
-            std::string part = filter.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-            if (!part.empty() && name.find(part) != std::string::npos) {
+        for (const auto& part : filterParts()) {
+            if (name.find(part) != std::string::npos) {
                 return true;
             }
-            if (end == std::string::npos) {
-                return false;
-            }
-            begin = end + 1;
         }
+        return false;
     }
     // Whether the filter names only rows whose labels start with one of
-    // `prefixes` (every '|'-separated part starts so): then the sections
-    // of other rows need not make their data.
+    // `prefixes` (every part starts so): then the sections of other rows
+    // need not make their data.
     bool onlyRowsStartingWith(std::initializer_list<const char*> prefixes) const
     {
         if (filter.empty()) {
             return false;
         }
-        for (size_t begin = 0;;) {
-            size_t end = filter.find('|', begin);
-            std::string part = filter.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-            bool known = part.empty();
+        for (const auto& part : filterParts()) {
+            bool known = false;
             for (const char* prefix : prefixes) {
                 known = known || part.rfind(prefix, 0) == 0;
             }
             if (!known) {
                 return false;
             }
-            if (end == std::string::npos) {
-                return true;
-            }
-            begin = end + 1;
         }
+        return true;
     }
 };
 

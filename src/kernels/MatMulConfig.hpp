@@ -148,7 +148,8 @@ struct CoopmatConfig
  * (x quantized once per workgroup where it fits whole), and `prefetch`
  * issues the loads of a thread's next group (with `interleave`, its next
  * batch of chunks) before the dot products of its current one (2, with
- * `interleave`: its first batch also before x is quantized), and `stage` loads the weights coalesced and hands each
+ * `interleave`: its first batch also before x is quantized), and `stage`
+ * loads the weights coalesced and hands each
  * thread its group through shared memory (where x fits whole and a row's
  * threads are one subgroup's); `interleave` (grouped weights, Q8_0X8 and
  * Q4_0X8, x whole) has a row's threads load neighbouring 16-byte chunks of

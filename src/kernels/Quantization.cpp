@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 
+#include "internal/Environment.hpp"
 #include "kernels/MatMulDevice.hpp"
 #include "kompute/Manager.hpp"
 #include "kompute/Errors.hpp"
@@ -614,19 +614,15 @@ groupsFormat(WeightFormat format)
         return format == WeightFormat::eQ4_0;
     }
     bool q8 = false, q4 = false;
-    std::string names = text;
-    for (size_t at = 0; at <= names.size();) {
-        size_t end = std::min(names.find(',', at), names.size());
-        std::string name = names.substr(at, end - at);
+    for (const auto& name : internal::splitList(text)) {
         if (name == "q8_0") {
             q8 = true;
         } else if (name == "q4_0") {
             q4 = true;
-        } else if (!name.empty()) {
+        } else {
             KP_LOG_WARN("KOMPUTE_ENV_GROUPED_BLOCKS={} is ignored: '{}' is not q8_0 or q4_0", text, name);
             return format == WeightFormat::eQ4_0;
         }
-        at = end + 1;
     }
     return format == WeightFormat::eQ8_0 ? q8 : format == WeightFormat::eQ4_0 && q4;
 }

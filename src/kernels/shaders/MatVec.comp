@@ -920,6 +920,10 @@ uint groupWord(uvec4 w[GROUP_U4], uint at)
     return (lo >> 16) | (w[j >> 2][j & 3u] << 16);
 }
 
+// TIMING_PART 3's stand-in for a dot product: a value that needs every
+// word loaded (so no load is dropped) and no arithmetic to speak of.
+uint wordsXor(uvec4 w) { return w.x ^ w.y ^ w.z ^ w.w; }
+
 // sum over the 8 blocks of group slot `g` of the chunk of w * x (x as
 // quantized).
 float qxGroupDot(uvec4 w[GROUP_U4], uint g)
@@ -928,7 +932,7 @@ float qxGroupDot(uvec4 w[GROUP_U4], uint g)
     if (TIMING_PART == 3) {
         uint h = 0u;
         [[unroll]] for (uint j = 0; j < GROUP_U4; ++j) {
-            h ^= w[j].x ^ w[j].y ^ w[j].z ^ w[j].w;
+            h ^= wordsXor(w[j]);
         }
         return float(h & 0xFFu);
     }
@@ -1169,7 +1173,7 @@ float batchDot(uvec4 q[QX_BATCH], uint dWord[QX_BATCH], uint c0, uint tpr, uint 
             continue;
         }
         if (TIMING_PART == 3) {
-            acc += float((q[i].x ^ q[i].y ^ q[i].z ^ q[i].w ^ dWord[i]) & 0xFFu);
+            acc += float((wordsXor(q[i]) ^ dWord[i]) & 0xFFu);
             continue;
         }
         uint g = c / GROUP_CHUNKS, j = c % GROUP_CHUNKS;

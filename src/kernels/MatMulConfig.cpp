@@ -428,11 +428,14 @@ chooseMatVec(const DeviceView& device,
         // 373.5 with 4 at once and no prefetch (one call; the H100 350.2
         // against 336.2), and before those 346.1 with 8 at once against
         // 340.2 with a group a thread and 339.1 on GGUF's layout. Grouped
-        // Q8_0 keeps a group a thread: 229.1 against 216.4 interleaved
-        // (faster alone on 28672 x 4096, 3527 against 2943 GB/s, slower end
-        // to end; docs/matmul-tuning.md).
-        qx.interleave = wType == kQ4_0X8 ? 4 : 0;
-        qx.prefetch = wType == kQ4_0X8 ? 1 : 0;
+        // Q8_0 (the runner stores it so only where KOMPUTE_ENV_GROUPED_BLOCKS
+        // names it): 8 chunks at once with the prefetch, H100 tg128 222.3
+        // t/s against 204.2 with a group a thread (211.2 with 4 at once;
+        // Q8_0 as stored 203.8-209.9 in the same calls). Without the
+        // prefetch the H200 had a group a thread ahead, 229.1 against
+        // 216.4; with it the H200 is not measured yet (docs/matmul-tuning.md).
+        qx.interleave = wType == kQ4_0X8 ? 4 : (wType == kQ8_0X8 ? 8 : 0);
+        qx.prefetch = isGrouped(wType) ? 1 : 0;
         if (matVecProblem(qx, device, wType).empty()) {
             return qx;
         }

@@ -415,6 +415,13 @@ class Context
         check(vkWaitForFences(mDevice, 1, &mFence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
         vkResetFences(mDevice, 1, &mFence);
         vkFreeCommandBuffers(mDevice, mPool, 1, &cmd);
+        mLastWork = std::chrono::steady_clock::now();
+    }
+
+    /** Seconds since the GPU last finished work of this context. */
+    double idleSeconds() const
+    {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - mLastWork).count();
     }
 
     /** Median milliseconds of one dispatch: `perSample` dispatches between
@@ -457,6 +464,8 @@ class Context
     }
 
   private:
+    std::chrono::steady_clock::time_point mLastWork = std::chrono::steady_clock::now();
+
     /** The driver's statistics of a pipeline (registers, spills, shared
      * memory on NVIDIA), on one line. */
     void printStatistics(VkPipeline pipeline)
@@ -1148,26 +1157,62 @@ runReadBandwidth(Context& ctx, const Options& options)
     ctx.destroy(sink);
 }
 
-// Keeps the GPU busy for `seconds` so that the clocks leave idle (345 MHz
-// on the H200) before anything is timed.
-void
-warmUp(Context& ctx, double seconds)
+// Keeps the GPU busy so that the clocks leave idle (345 MHz on the H200)
+// before anything is timed: a read of 256 MiB over and over, its buffers
+// and pipeline made once (making them at each row cost time of its own).
+class WarmUp
 {
-    size_t bytes = std::min<size_t>(256u << 20, ctx.view.maxStorageRange);
-    Buffer source = ctx.buffer(bytes, false);
-    Buffer sink = ctx.buffer(4096, false);
-    std::vector<uint32_t> spirv(probe::READBANDWIDTH_COMP_SPV.begin(), probe::READBANDWIDTH_COMP_SPV.end());
-    Pipeline p = ctx.pipeline(spirv, { &source, &sink }, 4, {});
-    uint32_t count = static_cast<uint32_t>(bytes / 16);
-    uint32_t groups[3] = { 1024, 1, 1 };
-    auto start = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
-        ctx.timeDispatches(p, { bytesOf(count) }, groups, 50, 1);
+  public:
+    explicit WarmUp(Context& ctx)
+      : mCtx(ctx)
+      , mBytes(std::min<size_t>(256u << 20, ctx.view.maxStorageRange))
+      , mSource(ctx.buffer(mBytes, false))
+      , mSink(ctx.buffer(4096, false))
+      , mPipeline(ctx.pipeline(std::vector<uint32_t>(probe::READBANDWIDTH_COMP_SPV.begin(),
+                                                     probe::READBANDWIDTH_COMP_SPV.end()),
+                               { &mSource, &mSink },
+                               4,
+                               {}))
+    {
     }
-    ctx.destroy(p);
-    ctx.destroy(source);
-    ctx.destroy(sink);
-}
+    ~WarmUp()
+    {
+        mCtx.destroy(mPipeline);
+        mCtx.destroy(mSource);
+        mCtx.destroy(mSink);
+    }
+    WarmUp(const WarmUp&) = delete;
+    WarmUp& operator=(const WarmUp&) = delete;
+
+    /** Busy for `seconds`. */
+    void run(double seconds)
+    {
+        uint32_t count = static_cast<uint32_t>(mBytes / 16);
+        uint32_t groups[3] = { 1024, 1, 1 };
+        auto start = std::chrono::steady_clock::now();
+        while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+            mCtx.timeDispatches(mPipeline, { bytesOf(count) }, groups, 50, 1);
+        }
+    }
+
+    /** Before a timed row: `seconds` of work where the GPU has idled for
+     * more than 0.1 s (the host data, a slow pipeline build: gaps of under
+     * a second were seen to drop the H200's clocks, docs/matmul-tuning.md),
+     * a 0.02 s spell where it worked a moment ago (a row of a sweep after
+     * a quick pipeline build), so that a sweep's rows are not each a
+     * quarter of a second of warming. */
+    void beforeRow(double seconds)
+    {
+        run(mCtx.idleSeconds() > 0.1 ? seconds : 0.02);
+    }
+
+  private:
+    Context& mCtx;
+    size_t mBytes;
+    Buffer mSource;
+    Buffer mSink;
+    Pipeline mPipeline;
+};
 
 std::string
 coopmatLabel(const char* kind, const GemmProblem& g, const CoopmatConfig& c)
@@ -1204,7 +1249,8 @@ main(int argc, char** argv)
     }
     try {
         Context ctx(options.device, options.validate);
-        warmUp(ctx, options.quick ? 0.05 : 1.5);
+        WarmUp warmUp(ctx);
+        warmUp.run(options.quick ? 0.05 : 1.5);
         runReadBandwidth(ctx, options);
 
         uint32_t big = options.quick ? 256 : 8192;
@@ -1213,7 +1259,7 @@ main(int argc, char** argv)
         double busy = options.quick ? 0.0 : 0.25;
         auto warm = [&] {
             if (busy > 0) {
-                warmUp(ctx, busy);
+                warmUp.beforeRow(busy);
             }
         };
         auto coopmatSpirv = [](const CoopmatConfig& c, bool khr, bool bf16) {
@@ -1309,7 +1355,7 @@ main(int argc, char** argv)
                 // Making the host data idles the GPU for seconds: the first
                 // row ran at 40% of its speed after the short warm-up alone.
                 if (busy > 0) {
-                    warmUp(ctx, 1.0);
+                    warmUp.run(1.0);
                 }
                 bool quant = isQuantized(g.b);
                 for (auto c : pipelineTiles) {

@@ -412,6 +412,10 @@ TEST_P(LlmForwardPass, MatchesTheHostReference)
     // Every position of one prompt step (the GEMM path).
     ContextOptions options;
     options.contextSize = 32;
+    options.profile = true;
+    // (Every mat-vec mode rotating inside the product where the layout
+    // allows, whichever mode this device's products take.)
+    kp_test::ScopedEnv everywhere("KOMPUTE_ENV_ROPE_INSIDE", "all");
     Context context(model, options);
     std::vector<float> logits;
     context.evaluate(kPrompt, Logits::eAll, &logits);
@@ -507,6 +511,10 @@ TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
 
     ContextOptions options;
     options.contextSize = 32;
+    options.profile = true;
+    // (Every mat-vec mode rotating inside the product where the layout
+    // allows, whichever mode this device's products take.)
+    kp_test::ScopedEnv everywhere("KOMPUTE_ENV_ROPE_INSIDE", "all");
     Context context(model, options);
     std::vector<float> logits;
     context.evaluate(kPrompt, Logits::eAll, &logits);
@@ -522,6 +530,17 @@ TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
         context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
         EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
     }
+    // A decode step rotates and caches inside the qkv product where the
+    // pairs are neighbours and no q/k norm comes between (the Llamas; the
+    // Qwens rotate halves: OpRoPECache after the product), here on every
+    // mode (KOMPUTE_ENV_ROPE_INSIDE=all).
+    std::string labels;
+    for (const auto& op : context.profile()) {
+        labels += op.label + "; ";
+    }
+    bool inside = !c.ropeNeox && !c.qkNorm;
+    EXPECT_EQ(labels.find("rope_kv_cache inside") != std::string::npos, inside) << labels;
+    EXPECT_EQ(labels.find("rope_kv_cache (OpRoPECache)") != std::string::npos, !inside) << labels;
 
     // The reference without what the variant adds is far off: the test
     // sees whether it is applied.
@@ -653,8 +672,12 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
 // in the int-dot quantized-x mode (rows of 256 weights; "matvec-float"
 // makes lavapipe take it too): the logits match the host reference and the
 // same steps with the norms apart ("matvec-norm" off), and the profile
-// shows each norm inside its product (and the prompt step gate and up as
-// one product).
+// shows each norm inside its product, the RoPE and the KV-cache write
+// inside the qkv product with its norm (MatMulParams::ropeC: this model
+// rotates neighbouring pairs, and has no q/k norm) where the product is the
+// float mat-vec (F16) or KOMPUTE_ENV_ROPE_INSIDE=all, and apart where the
+// norms are or where "matvec-rope" is off (and the prompt step gate and up
+// as one product).
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -668,10 +691,21 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         auto model = Model::random(mgr(), c, type, kSeed);
         std::map<bool, std::vector<float>> last;
         const std::string mode = quant ? "matvec-float" : "";
-        for (const std::string& disabled : { mode, mode + (quant ? "," : "") + "matvec-norm" }) {
-            SCOPED_TRACE(disabled);
+        const std::string comma = quant ? "," : "";
+        // (disabled paths, KOMPUTE_ENV_ROPE_INSIDE: F16's float product
+        // rotates inside by default, the int-dot one only with "all")
+        std::vector<std::pair<std::string, const char*>> runs = { { mode, nullptr },
+                                                                   { mode + comma + "matvec-norm", "all" },
+                                                                   { mode + comma + "matvec-rope", "all" } };
+        if (quant) {
+            runs.push_back({ mode, "all" });
+        }
+        for (const auto& [disabled, ropeInside] : runs) {
+            SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)"));
             kp_test::DisablePaths disable(disabled.c_str());
-            bool folded = disabled == mode;
+            kp_test::ScopedEnv inside("KOMPUTE_ENV_ROPE_INSIDE", ropeInside);
+            bool folded = disabled.find("matvec-norm") == std::string::npos;
+            bool rotated = disabled == mode && (!quant || ropeInside != nullptr);
             Context context(model, ContextOptions{ 32, 512, true, 0 });
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
@@ -693,10 +727,15 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             for (const auto& op : context.profile()) {
                 labels += op.label + "; ";
             }
-            for (const char* inside : { "attn_qkv (OpMatMul, attn_norm inside)", "ffn_gate_up (OpMatMul, ffn_norm inside)",
-                                        "output (OpMatMul, output_norm inside)" }) {
+            for (const char* inside : { "ffn_gate_up (OpMatMul, ffn_norm inside)", "output (OpMatMul, output_norm inside)" }) {
                 EXPECT_EQ(labels.find(inside) != std::string::npos, folded) << inside << " in " << labels;
             }
+            EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)") != std::string::npos,
+                      rotated)
+              << labels;
+            EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm inside)") != std::string::npos, folded && !rotated)
+              << labels;
+            EXPECT_EQ(labels.find("rope_kv_cache (OpRoPECache)") != std::string::npos, !rotated) << labels;
         }
         const auto& a = last[true];
         const auto& b = last[false];

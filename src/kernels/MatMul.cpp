@@ -11,6 +11,7 @@
 #include "kernels/KernelSupport.hpp"
 #include "kernels/MatMulConfig.hpp"
 #include "kernels/MatMulDevice.hpp"
+#include "kernels/RoPECache.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -264,9 +265,23 @@ overrideCoopmatTile(CoopmatConfig& config, const DeviceView& view)
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
   : KernelOp(kOp)
 {
-    Checker check(kOp, memObjects,
-                  given.normA ? std::vector<const char*>{ "A", "B", "C", "normWeights" }
-                              : std::vector<const char*>{ "A", "B", "C" });
+    std::vector<const char*> names = { "A", "B", "C" };
+    if (given.normA) {
+        names.push_back("normWeights");
+    }
+    // ropeC: OpRoPECache's tensors after them, C being its qkv.
+    RoPECacheTensors ropeAt{ 2, names.size(), names.size() + 1, names.size() + 2, names.size() + 3,
+                             names.size() + (given.rope.hasFreqFactors ? 4 : 3) };
+    if (given.ropeC) {
+        names.insert(names.end(), { "positions", "keyCache", "valueCache" });
+        if (given.rope.hasFreqFactors) {
+            names.push_back("freqFactors");
+        }
+        if (given.rope.hasBias) {
+            names.push_back("bias");
+        }
+    }
+    Checker check(kOp, memObjects, names);
     const auto& device = check.device();
     Memory& a = *memObjects[0];
     Memory& b = *memObjects[1];
@@ -369,6 +384,56 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         check.offset32(p.normOffset, "normOffset");
     }
 
+    RoPECacheResolved rope{}; // with ropeC
+    if (p.ropeC) {
+        if (p.m != 1 || !p.transB || p.batch != 1 || p.beta != 0.0f || p.swigluA) {
+            check.fail(format("ropeC rotates the one row of C of a mat-vec (m = 1, B transposed, batch 1, beta 0, no "
+                              "swigluA): m = {}, transB = {}, batch = {}, beta = {}, swigluA = {}",
+                              p.m, p.transB, p.batch, p.beta, p.swigluA));
+        }
+        if (p.rope.rows != 1) {
+            check.fail(format("ropeC takes rope.rows = 1 (C's one row), not {}", p.rope.rows));
+        }
+        if (p.rope.mode != RoPEMode::eNormal) {
+            check.fail("ropeC pairs neighbouring elements of C's row: rope.mode must be RoPEMode::eNormal (with "
+                       "RoPEMode::eNeoX record OpRoPECache after the product)");
+        }
+        RoPECacheParams onC = p.rope;
+        onC.qkvOffset = p.offsetC;
+        onC.qkvRowStride = 0;
+        rope = resolveRoPECache(check, onC, ropeAt);
+        if (rope.cacheType == StorageType::eBF16) {
+            check.fail("ropeC writes f32 or f16 caches (eFloat or eHalf), not bf16 ones (record OpRoPECache after the "
+                       "product)");
+        }
+        uint64_t rowWidth = (uint64_t(p.rope.heads) + 2 * uint64_t(p.rope.kvHeads)) * p.rope.headDim;
+        if (rowWidth != p.n) {
+            check.fail(format("ropeC: C's row of n = {} is not one row of qkv, (heads + 2 kvHeads) * headDim = {}",
+                              p.n, rowWidth));
+        }
+        // The caches are written while A, B and the norm's weights are read.
+        for (size_t read = 0; read < (p.normA ? 4u : 2u); ++read) {
+            if (read == 2) {
+                continue;
+            }
+            if (memObjects[read] == memObjects[ropeAt.keys] || memObjects[read] == memObjects[ropeAt.values]) {
+                check.fail(format("the caches must not be {} (the product reads it while it writes them)", names[read]));
+            }
+        }
+        if (memObjects[ropeAt.positions] == memObjects[ropeAt.keys] ||
+            memObjects[ropeAt.positions] == memObjects[ropeAt.values] || memObjects[ropeAt.positions] == memObjects[2]) {
+            check.fail("positions must not be C or a cache (the product reads it while it writes them)");
+        }
+        if (check.caps().isDisabled("matvec-rope")) {
+            check.fail("ropeC is turned off (KOMPUTE_ENV_DISABLE has matvec-rope)");
+        }
+        if (!check.caps().subgroupShuffle) {
+            check.fail(format("ropeC needs subgroup shuffles, which '{}' does not have (record OpRoPECache after "
+                              "the product)",
+                              view.name));
+        }
+    }
+
     mParams = p;
 
     // --- Mat-vec: one row (or one column) of C ----------------------------------
@@ -426,6 +491,10 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         }
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
         std::string problem = matVecProblem(config, view, mv.w);
+        if (p.ropeC && problem.empty() && config.rows % 2 != 0) {
+            // (ropeWrite: a pair's rows are a workgroup's rows 2i and 2i + 1)
+            problem = format("ropeC pairs a workgroup's rows, and this configuration gives it {} rows", config.rows);
+        }
         if (p.normA && problem.empty()) {
             uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
             // The modes in which a workgroup reads the whole row of A: the
@@ -503,20 +572,38 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 push.xGateDelta = 0;
                 bound = { quantizedX, memObjects[1], memObjects[2], quantizedX };
             }
-            addDispatch(buildAlgorithm(device,
-                                       bound,
-                                       builtinSpirv(intDot ? "matvec_int_dot" : "matvec"),
-                                       grid,
-                                       matVecSpecialization(config, mv),
-                                       push));
+            std::string shader = intDot ? "matvec_int_dot" : "matvec";
+            if (p.ropeC) {
+                // The ROPE_EPILOGUE build: OpRoPECache's tensors at bindings
+                // 4 to 8 (the positions in place of absent ones, unread), its
+                // parameters after the mat-vec's.
+                const RoPECacheParams& r = p.rope;
+                const auto& at = [&](size_t index) { return memObjects[index]; };
+                bound.insert(bound.end(),
+                             { at(ropeAt.positions), at(ropeAt.keys), at(ropeAt.values),
+                               at(r.hasFreqFactors ? ropeAt.factors : ropeAt.positions),
+                               at(r.hasBias ? ropeAt.bias : ropeAt.positions) });
+                struct
+                {
+                    MatVecPush matVec;
+                    RoPECachePush rope;
+                } ropePush{ push, rope.push };
+                std::vector<uint32_t> constants = matVecSpecialization(config, mv);
+                constants.insert(constants.end(), { static_cast<uint32_t>(rope.cacheType), r.hasFreqFactors ? 1u : 0u,
+                                                    r.hasBias ? 1u : 0u });
+                addDispatch(buildAlgorithm(device, bound, builtinSpirv(shader + "_rope"), grid, constants, ropePush));
+            } else {
+                addDispatch(buildAlgorithm(device, bound, builtinSpirv(shader), grid, matVecSpecialization(config, mv),
+                                           push));
+            }
             setPath(intDot ? "matvec-int-dot" : "matvec");
             return;
         }
     }
 
-    if (p.swigluA || p.normA) {
+    if (p.swigluA || p.normA || p.ropeC) {
         check.fail(format("{} needs the mat-vec, which '{}' does not run here ({})",
-                          p.swigluA ? "swigluA" : "normA",
+                          p.swigluA ? "swigluA" : p.normA ? "normA" : "ropeC",
                           view.name,
                           caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
                           : !view.subgroupArithmetic ? "no subgroup arithmetic"

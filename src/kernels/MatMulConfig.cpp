@@ -433,7 +433,9 @@ chooseMatVec(const DeviceView& device,
         // t/s against 204.2 with a group a thread (211.2 with 4 at once;
         // Q8_0 as stored 203.8-209.9 in the same calls). Without the
         // prefetch the H200 had a group a thread ahead, 229.1 against
-        // 216.4; with it the H200 is not measured yet (docs/matmul-tuning.md).
+        // 216.4; with it the H200 is not measured yet (docs/matmul-tuning.md),
+        // and a later H100 call had grouped Q8_0 1.6% behind Q8_0 as stored
+        // (199.4 against 202.6; docs/performance.md).
         qx.interleave = wType == kQ4_0X8 ? 4 : (wType == kQ8_0X8 ? 8 : 0);
         qx.prefetch = isGrouped(wType) ? 1 : 0;
         if (matVecProblem(qx, device, wType).empty()) {

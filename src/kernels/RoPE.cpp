@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels/KernelSupport.hpp"
+#include "kernels/RoPECache.hpp"
 #include "kompute/logger/Logger.hpp"
 
 namespace kp {
@@ -46,6 +47,80 @@ rowsThatFit(uint64_t size, uint64_t offset, uint64_t cols, uint64_t stride)
 }
 
 } // namespace
+
+namespace kernels {
+
+RoPECacheResolved
+resolveRoPECache(const Checker& check, const RoPECacheParams& params, const RoPECacheTensors& at)
+{
+    Memory& qkv = check.operand(at.qkv);
+    Memory& keys = check.operand(at.keys);
+    Memory& values = check.operand(at.values);
+    auto type = check.storageType(at.qkv);
+    check.require(type != StorageType::eBF16, "qkv must be f32 or f16 (eFloat or eHalf)");
+    check.dataType(at.positions, { Memory::DataTypes::eUnsignedInt });
+    auto cacheType = check.storageType(at.keys);
+    check.storageType(at.values);
+    check.sameDataType(at.keys, at.values);
+    check.require(&qkv != &keys && &qkv != &values && &keys != &values,
+                  "qkv, keyCache and valueCache must be three different tensors");
+    check.require(params.rows > 0 && params.heads > 0 && params.kvHeads > 0 && params.headDim > 0,
+                  format("rows, heads, kvHeads and headDim must be at least 1 ({}, {}, {}, {} given)", params.rows,
+                         params.heads, params.kvHeads, params.headDim));
+    Rotation rotation = checkRotation(check, params.mode, params.headDim, params.ropeDims, params.theta);
+    uint64_t rowHeads = uint64_t(params.heads) + 2 * uint64_t(params.kvHeads);
+    uint64_t rowWidth = rowHeads * params.headDim;
+    uint64_t cacheWidth = uint64_t(params.kvHeads) * params.headDim;
+    check.require(rowWidth <= UINT32_MAX, "(heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
+    uint32_t qkvStride = params.qkvRowStride == 0 ? static_cast<uint32_t>(rowWidth) : params.qkvRowStride;
+    uint32_t cacheStride = params.cacheRowStride == 0 ? static_cast<uint32_t>(cacheWidth) : params.cacheRowStride;
+    check.require(qkvStride >= rowWidth,
+                  format("qkvRowStride = {} is less than (heads + 2 kvHeads) * headDim = {}", qkvStride, rowWidth));
+    check.require(cacheStride >= cacheWidth,
+                  format("cacheRowStride = {} is less than kvHeads * headDim = {}", cacheStride, cacheWidth));
+    uint64_t qkvExtent = rowsExtent(params.rows, rowWidth, qkvStride);
+    check.covers(at.qkv, params.qkvOffset, qkvExtent,
+                 format("{} rows of {} + 2 x {} heads x {} (row stride {})", params.rows, params.heads,
+                        params.kvHeads, params.headDim, qkvStride));
+    check.covers(at.positions, params.positionsOffset, params.rows, format("{} rows", params.rows));
+    std::string cacheRow = format("one row of {} heads x {}", params.kvHeads, params.headDim);
+    check.covers(at.keys, params.cacheOffset, cacheWidth, cacheRow);
+    check.covers(at.values, params.cacheOffset, cacheWidth, cacheRow);
+    // Everything the caches may hold from cacheOffset on is written.
+    uint64_t keyExtent = keys.size() - params.cacheOffset;
+    uint64_t valueExtent = values.size() - params.cacheOffset;
+    auto readOnly = [&](size_t index, uint64_t offset, uint64_t extent, const std::string& what) {
+        check.covers(index, offset, extent, what);
+        check.aliasing(index, offset, extent, at.qkv, params.qkvOffset, qkvExtent, false);
+        check.aliasing(index, offset, extent, at.keys, params.cacheOffset, keyExtent, false);
+        check.aliasing(index, offset, extent, at.values, params.cacheOffset, valueExtent, false);
+    };
+    if (params.hasFreqFactors) {
+        check.dataType(at.factors, { Memory::DataTypes::eFloat });
+        readOnly(at.factors, params.freqFactorsOffset, rotation.ropeDims / 2,
+                 format("ropeDims / 2 = {}", rotation.ropeDims / 2));
+    }
+    if (params.hasBias) {
+        check.dataType(at.bias, { Memory::DataTypes::eFloat });
+        readOnly(at.bias, params.biasOffset, rowWidth, format("(heads + 2 kvHeads) * headDim = {}", rowWidth));
+    }
+    RoPECachePush push{ params.heads,
+                        params.kvHeads,
+                        params.headDim,
+                        rotation.ropeDims,
+                        static_cast<float>(std::log2(double(params.theta))),
+                        params.freqScale,
+                        cacheStride,
+                        check.offset32(params.cacheOffset, "cacheOffset"),
+                        rowsThatFit(keys.size(), params.cacheOffset, cacheWidth, cacheStride),
+                        rowsThatFit(values.size(), params.cacheOffset, cacheWidth, cacheStride),
+                        check.offset32(params.positionsOffset, "positionsOffset"),
+                        check.offset32(params.hasFreqFactors ? params.freqFactorsOffset : 0, "freqFactorsOffset"),
+                        check.offset32(params.hasBias ? params.biasOffset : 0, "biasOffset") };
+    return { rotation.mode, qkvStride, qkvExtent, type, cacheType, push };
+}
+
+} // namespace kernels
 
 OpRoPE::OpRoPE(const std::vector<std::shared_ptr<Memory>>& tensors, const RoPEParams& params)
   : KernelOp("OpRoPE")
@@ -141,79 +216,16 @@ OpRoPECache::OpRoPECache(const std::vector<std::shared_ptr<Memory>>& tensors, co
                            tensors.size()));
     }
     Checker check("OpRoPECache", tensors, names);
-    auto type = check.storageType(0);
-    check.require(type != kernels::StorageType::eBF16, "qkv must be f32 or f16 (eFloat or eHalf)");
-    check.dataType(1, { Memory::DataTypes::eUnsignedInt });
-    auto cacheType = check.storageType(2);
-    check.storageType(3);
-    check.sameDataType(2, 3);
-    check.require(tensors[0] != tensors[2] && tensors[0] != tensors[3] && tensors[2] != tensors[3],
-                  "qkv, keyCache and valueCache must be three different tensors");
-    check.require(params.rows > 0 && params.heads > 0 && params.kvHeads > 0 && params.headDim > 0,
-                  format("rows, heads, kvHeads and headDim must be at least 1 ({}, {}, {}, {} given)", params.rows,
-                         params.heads, params.kvHeads, params.headDim));
-    Rotation rotation = checkRotation(check, params.mode, params.headDim, params.ropeDims, params.theta);
-    uint64_t rowHeads = uint64_t(params.heads) + 2 * uint64_t(params.kvHeads);
-    uint64_t rowWidth = rowHeads * params.headDim;
-    uint64_t cacheWidth = uint64_t(params.kvHeads) * params.headDim;
-    check.require(rowWidth <= UINT32_MAX, "(heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
-    uint32_t qkvStride = params.qkvRowStride == 0 ? static_cast<uint32_t>(rowWidth) : params.qkvRowStride;
-    uint32_t cacheStride = params.cacheRowStride == 0 ? static_cast<uint32_t>(cacheWidth) : params.cacheRowStride;
-    check.require(qkvStride >= rowWidth,
-                  format("qkvRowStride = {} is less than (heads + 2 kvHeads) * headDim = {}", qkvStride, rowWidth));
-    check.require(cacheStride >= cacheWidth,
-                  format("cacheRowStride = {} is less than kvHeads * headDim = {}", cacheStride, cacheWidth));
-    uint64_t qkvExtent = kernels::rowsExtent(params.rows, rowWidth, qkvStride);
-    check.covers(0, params.qkvOffset, qkvExtent,
-                 format("{} rows of {} + 2 x {} heads x {} (row stride {})", params.rows, params.heads,
-                        params.kvHeads, params.headDim, qkvStride));
-    check.covers(1, params.positionsOffset, params.rows, format("{} rows", params.rows));
-    std::string cacheRow = format("one row of {} heads x {}", params.kvHeads, params.headDim);
-    check.covers(2, params.cacheOffset, cacheWidth, cacheRow);
-    check.covers(3, params.cacheOffset, cacheWidth, cacheRow);
-    // Everything the caches may hold from cacheOffset on is written.
-    uint64_t keyExtent = tensors[2]->size() - params.cacheOffset;
-    uint64_t valueExtent = tensors[3]->size() - params.cacheOffset;
-    auto readOnly = [&](size_t index, uint64_t offset, uint64_t extent, const std::string& what) {
-        check.covers(index, offset, extent, what);
-        check.aliasing(index, offset, extent, 0, params.qkvOffset, qkvExtent, false);
-        check.aliasing(index, offset, extent, 2, params.cacheOffset, keyExtent, false);
-        check.aliasing(index, offset, extent, 3, params.cacheOffset, valueExtent, false);
-    };
-    if (params.hasFreqFactors) {
-        check.dataType(factorsIndex, { Memory::DataTypes::eFloat });
-        readOnly(factorsIndex, params.freqFactorsOffset, rotation.ropeDims / 2,
-                 format("ropeDims / 2 = {}", rotation.ropeDims / 2));
-    }
-    if (params.hasBias) {
-        check.dataType(biasIndex, { Memory::DataTypes::eFloat });
-        readOnly(biasIndex, params.biasOffset, rowWidth,
-                 format("(heads + 2 kvHeads) * headDim = {}", rowWidth));
-    }
+    kernels::RoPECacheResolved r =
+      kernels::resolveRoPECache(check, params, { 0, 1, 2, 3, factorsIndex, biasIndex });
+    uint64_t rowWidth = (uint64_t(params.heads) + 2 * uint64_t(params.kvHeads)) * params.headDim;
     struct
     {
-        uint32_t rows, heads, kvHeads, headDim, ropeDims;
-        float log2Theta, freqScale;
-        uint32_t qkvRowStride, qkvOffset, cacheRowStride, cacheOffset, keyRows, valueRows, positionsOffset,
-          factorsOffset, biasOffset;
-    } push{ params.rows,
-            params.heads,
-            params.kvHeads,
-            params.headDim,
-            rotation.ropeDims,
-            static_cast<float>(std::log2(double(params.theta))),
-            params.freqScale,
-            qkvStride,
-            check.offset32(params.qkvOffset, "qkvOffset"),
-            cacheStride,
-            check.offset32(params.cacheOffset, "cacheOffset"),
-            rowsThatFit(tensors[2]->size(), params.cacheOffset, cacheWidth, cacheStride),
-            rowsThatFit(tensors[3]->size(), params.cacheOffset, cacheWidth, cacheStride),
-            check.offset32(params.positionsOffset, "positionsOffset"),
-            check.offset32(params.hasFreqFactors ? params.freqFactorsOffset : 0, "freqFactorsOffset"),
-            check.offset32(params.hasBias ? params.biasOffset : 0, "biasOffset") };
+        uint32_t rows, qkvRowStride, qkvOffset;
+        kernels::RoPECachePush rope;
+    } push{ params.rows, r.qkvStride, check.offset32(params.qkvOffset, "qkvOffset"), r.push };
     uint64_t invocations = uint64_t(params.rows) * rowWidth / 2;
-    check.require(invocations <= UINT32_MAX && qkvExtent + params.qkvOffset <= UINT32_MAX,
+    check.require(invocations <= UINT32_MAX && r.qkvExtent + params.qkvOffset <= UINT32_MAX,
                   "rows * (heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
     uint32_t local = check.caps().localSize(256);
     // The shader always has six bindings: qkv stands in for what is absent.
@@ -223,10 +235,11 @@ OpRoPECache::OpRoPECache(const std::vector<std::shared_ptr<Memory>>& tensors, co
                                                    tensors[3],
                                                    params.hasFreqFactors ? tensors[factorsIndex] : tensors[0],
                                                    params.hasBias ? tensors[biasIndex] : tensors[0] };
-    std::string name = std::string("rope_cache_") + kernels::typeName(type) + "_" + kernels::typeName(cacheType);
+    std::string name =
+      std::string("rope_cache_") + kernels::typeName(r.qkvType) + "_" + kernels::typeName(r.cacheType);
     addDispatch(kernels::buildAlgorithm(check.device(), bound, kernels::builtinSpirv(name),
                                         kernels::grid((invocations + local - 1) / local, check.caps(), "OpRoPECache"),
-                                        { local, rotation.mode, params.hasFreqFactors ? 1u : 0u,
+                                        { local, r.mode, params.hasFreqFactors ? 1u : 0u,
                                           params.hasBias ? 1u : 0u },
                                         push));
     setPath("element-wise");

@@ -105,6 +105,9 @@ foreach(frags 2x2 2x4 2x8 4x2 4x4 4x8)
 endforeach()
 kompute_kernel_shader(matvec MatVec.comp)
 kompute_kernel_shader(matvec_int_dot MatVec.comp INT_DOT)
+# MatMulParams::ropeC: OpRoPECache's work as the mat-vec writes its row.
+kompute_kernel_shader(matvec_rope MatVec.comp ROPE_EPILOGUE)
+kompute_kernel_shader(matvec_int_dot_rope MatVec.comp INT_DOT ROPE_EPILOGUE)
 kompute_kernel_shader(getrows GetRows.comp)
 
 # The list of every variant by name.

@@ -827,6 +827,217 @@ TEST_F(MatMul, NormInputInTheMatVec)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, p); }, { "normA needs the mat-vec" }));
 }
 
+// MatMulParams::ropeC: OpRoPECache's work as the mat-vec writes its row,
+// against OpMatMul then OpRoPECache on the same operands (each checked
+// against the host by its own tests): C and both caches whole (the rows the
+// token does not write keep their sentinel). Every mat-vec mode that takes
+// B transposed (float rows, staged, the K-quants' unit rows, the int-dot
+// build's plain and quantized-x modes, grouped rows); with and without
+// normA, freqFactors, the bias, partial rotary dimensions, f32 and f16
+// caches, and a position past the caches (nothing written there). Then
+// what is refused, naming why.
+TEST_F(MatMul, RopeAndCacheWriteOnTheMatVecRow)
+{
+    const auto& caps = mgr().capabilities();
+    bool intDot = caps.integerDotProduct.supported;
+    bool shuffles = bool(caps.subgroup.operations & vk::SubgroupFeatureFlagBits::eShuffle);
+    using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
+    const uint32_t heads = 4, kvHeads = 2, headDim = 16, k = 512;
+    const uint32_t n = (heads + 2 * kvHeads) * headDim, cacheStride = 40, cacheOffset = 3, capacity = 10;
+    const uint32_t cacheSize = cacheOffset + (capacity - 1) * cacheStride + kvHeads * headDim;
+    struct Variant
+    {
+        bool norm, factors, bias;
+        Elem cache;
+        uint32_t ropeDims, position;
+    };
+    const std::vector<Variant> variants = { { false, false, false, Elem::F16, 0, 7 },
+                                            { true, true, true, Elem::F32, 12, 7 },
+                                            { true, false, true, Elem::F16, 0, capacity + 2 } };
+    auto x = mgr().tensor(randomValues(k, 31, -2.0f, 2.0f));
+    auto norm = mgr().tensor(randomValues(k, 32, 0.5f, 1.5f));
+    auto factors = mgr().tensor(randomValues(headDim / 2, 33, 1.0f, 4.0f));
+    auto bias = mgr().tensor(randomValues(n, 34));
+    // (The paths turned off, and a quantized-x configuration: on lavapipe,
+    // whose subgroups are 8 wide, the default's 8 threads a row meet their
+    // pair through shared memory, and 4 a row (16 rows of 64 threads) in a
+    // subgroup shuffle, in the interleaved loop, a group a thread, and the
+    // staged loads.)
+    struct Mode
+    {
+        const char* disabled;
+        const char* qx;
+    };
+    uint32_t cases = 0;
+    for (const Mode& mode : std::vector<Mode>{ { "", "" },
+                                               { "staged", "" },
+                                               { "matvec-float", "" },
+                                               { "matvec-float", "64:16:2:1:0:4" },
+                                               { "matvec-float", "64:16:1:0:1" },
+                                               { "matvec-float,matvec-qx", "" } }) {
+        if (std::string(mode.disabled).rfind("matvec-float", 0) == 0 && !intDot) {
+            continue;
+        }
+        SCOPED_TRACE(std::string(*mode.disabled ? mode.disabled : "default") + " " + mode.qx);
+        DisablePaths disable(mode.disabled);
+        ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", *mode.qx ? mode.qx : nullptr);
+        for (Elem b : { Elem::F32, Elem::F16, Elem::Q8_0, Elem::Q4_0, Elem::Q4_0X8, Elem::Q4_K }) {
+            // (Float rows take the same mode whatever of these is off.)
+            bool floatRows = b == Elem::F32 || b == Elem::F16;
+            if ((*mode.qx && b != Elem::Q8_0 && b != Elem::Q4_0X8) || (floatRows && *mode.disabled)) {
+                continue;
+            }
+            std::vector<float> wStored;
+            auto w = makeOperand(mgr(), b, randomValues(size_t(n) * k, 35), wStored);
+            for (const Variant& v : variants) {
+                SCOPED_TRACE(std::string(elemName(b)) + " norm " + std::to_string(v.norm) + " factors " +
+                             std::to_string(v.factors) + " bias " + std::to_string(v.bias) + " position " +
+                             std::to_string(v.position));
+                auto positions = mgr().tensorT<uint32_t>({ 1, v.position });
+                auto p = shape(1, n, k, false, true);
+                p.formatB = weightFormat(b);
+                p.normA = v.norm;
+                p.normEps = 1e-3f;
+                kp::RoPECacheParams r;
+                r.heads = heads;
+                r.kvHeads = kvHeads;
+                r.headDim = headDim;
+                r.ropeDims = v.ropeDims;
+                r.theta = 500.0f;
+                r.freqScale = 0.75f;
+                r.hasFreqFactors = v.factors;
+                r.hasBias = v.bias;
+                r.cacheRowStride = cacheStride;
+                r.cacheOffset = cacheOffset;
+                r.positionsOffset = 1;
+                Tensors extra;
+                if (v.factors) {
+                    extra.push_back(factors);
+                }
+                if (v.bias) {
+                    extra.push_back(bias);
+                }
+                auto cacheOf = [&] {
+                    std::vector<float> stored;
+                    return makeOperand(mgr(), v.cache, std::vector<float>(cacheSize, 100.0f), stored);
+                };
+                // Apart: the product, then OpRoPECache on its row.
+                auto cApart = mgr().tensor(std::vector<float>(n, 0.0f));
+                auto keysApart = cacheOf(), valuesApart = cacheOf();
+                Tensors productTensors{ x, w, cApart };
+                if (v.norm) {
+                    productTensors.push_back(norm);
+                }
+                std::shared_ptr<kp::OpMatMul> product;
+                try {
+                    product = std::make_shared<kp::OpMatMul>(productTensors, p);
+                } catch (const kp::Error& e) {
+                    // normA where the mode reads x in parts (the K-quants' unit rows).
+                    ASSERT_TRUE(v.norm) << e.what();
+                    continue;
+                }
+                Tensors ropeTensors{ cApart, positions, keysApart, valuesApart };
+                ropeTensors.insert(ropeTensors.end(), extra.begin(), extra.end());
+                auto rope = std::make_shared<kp::OpRoPECache>(ropeTensors, r);
+                // Together.
+                auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+                auto keys = cacheOf(), values = cacheOf();
+                auto together = p;
+                together.ropeC = true;
+                together.rope = r;
+                Tensors tensors{ x, w, c };
+                if (v.norm) {
+                    tensors.push_back(norm);
+                }
+                tensors.insert(tensors.end(), { positions, keys, values });
+                tensors.insert(tensors.end(), extra.begin(), extra.end());
+                if (!shuffles) {
+                    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(tensors, together); }, { "ropeC needs subgroup shuffles" }));
+                    continue;
+                }
+                auto fused = std::make_shared<kp::OpMatMul>(tensors, together);
+                EXPECT_EQ(fused->path(), product->path());
+                EXPECT_EQ(fused->algorithms().size(), 1u);
+                mgr()
+                  .sequence()
+                  ->record<kp::OpSyncDevice>({ x, w, norm, factors, bias, positions, keysApart, valuesApart, keys,
+                                               values })
+                  ->record(product)
+                  ->record(rope)
+                  ->record(fused)
+                  ->record<kp::OpSyncLocal>({ cApart, keysApart, valuesApart, c, keys, values })
+                  ->eval();
+                auto expectClose = [&](const std::shared_ptr<kp::Memory>& got, const std::shared_ptr<kp::Memory>& want,
+                                       double relative, const char* what) {
+                    std::vector<float> g = floatsOf(*got), e = floatsOf(*want);
+                    ASSERT_EQ(g.size(), e.size());
+                    double largest = 0;
+                    for (float value : e) {
+                        largest = std::max(largest, double(std::fabs(value)));
+                    }
+                    for (size_t i = 0; i < g.size(); ++i) {
+                        ASSERT_NEAR(g[i], e[i], relative * largest + 1e-6) << what << " element " << i;
+                    }
+                };
+                expectClose(c, cApart, 1e-5, "C");
+                double cacheTolerance = v.cache == Elem::F16 ? 2e-3 : 1e-5;
+                expectClose(keys, keysApart, cacheTolerance, "keyCache");
+                expectClose(values, valuesApart, cacheTolerance, "valueCache");
+                if (v.position >= capacity) {
+                    for (float value : floatsOf(*keys)) {
+                        ASSERT_EQ(value, 100.0f) << "a key written past the cache";
+                    }
+                }
+                ++cases;
+            }
+        }
+    }
+    if (!shuffles) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no subgroup shuffles: ropeC refused";
+    }
+    EXPECT_GT(cases, 30u);
+
+    // Refused, naming why.
+    auto p = shape(1, n, k, false, true);
+    p.ropeC = true;
+    p.rope.heads = heads;
+    p.rope.kvHeads = kvHeads;
+    p.rope.headDim = headDim;
+    auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+    auto w = mgr().tensor(std::vector<float>(size_t(n) * k, 0.5f));
+    auto positions = mgr().tensorT<uint32_t>({ 3 });
+    auto keys = mgr().tensor(std::vector<float>(cacheSize, 0.0f));
+    auto values = mgr().tensor(std::vector<float>(cacheSize, 0.0f));
+    Tensors all{ x, w, c, positions, keys, values };
+    EXPECT_NO_THROW(kp::OpMatMul(all, p));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c }, p); },
+                           { "needs 6 tensors {A, B, C, positions, keyCache, valueCache}" }));
+    auto neox = p;
+    neox.rope.mode = kp::RoPEMode::eNeoX;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, neox); }, { "rope.mode must be RoPEMode::eNormal" }));
+    auto rows = p;
+    rows.rope.rows = 2;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, rows); }, { "ropeC takes rope.rows = 1" }));
+    auto beta = p;
+    beta.beta = 1.0f;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, beta); }, { "ropeC rotates the one row of C of a mat-vec", "beta = 1" }));
+    auto wide = p;
+    wide.rope.heads = 3;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, wide); }, { "is not one row of qkv" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, positions, x, values }, p); },
+                           { "the caches must not be A" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, positions, keys, keys }, p); },
+                           { "three different tensors" }));
+    {
+        DisablePaths off("matvec-rope");
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, p); }, { "KOMPUTE_ENV_DISABLE has matvec-rope" }));
+    }
+    {
+        DisablePaths off("matvec");
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, p); }, { "ropeC needs the mat-vec" }));
+    }
+}
+
 // --- Bad input: clear errors before anything is recorded ----------------------
 
 TEST_F(MatMul, RejectsBadInputWithClearErrors)

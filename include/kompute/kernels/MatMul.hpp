@@ -11,6 +11,7 @@
 #include "kompute/Tensor.hpp"
 #include "kompute/kernels/KernelOp.hpp"
 #include "kompute/kernels/Quantization.hpp"
+#include "kompute/kernels/RoPE.hpp"
 
 namespace kp {
 
@@ -88,6 +89,27 @@ struct MatMulParams
     float normEps = 1e-5f;
     uint64_t normOffset = 0;
     ///@}
+    /** Ours: OpRoPECache's work on the row the product writes, in the same
+     * dispatch: an LLM decode step's query, key and value projection that
+     * also rotates the query and key heads and writes the keys and values
+     * into the caches (one dispatch and one barrier fewer per layer). For
+     * the mat-vec (m = 1, B transposed, batch 1, beta = 0, no swigluA; normA
+     * may come with it) whose row of C, n = (heads + 2 kvHeads) * headDim
+     * elements from offsetC, is one row of qkv as `rope` describes it:
+     * rope.rows must be 1, rope.qkvOffset and rope.qkvRowStride are not
+     * used (C's row is the row), and rope.mode must be RoPEMode::eNormal
+     * (the pairs are neighbouring rows of the product). The tensors
+     * positions, keyCache and valueCache (then freqFactors and bias, where
+     * rope says so) follow A, B, C and the norm's weights. Afterwards C and
+     * the caches hold what OpMatMul then OpRoPECache on C would leave: the
+     * query heads rotated in C, the key and value heads of C as the product
+     * gives them, the keys rotated into the key cache and the values into
+     * the value cache at row positions[rope.positionsOffset] (the bias added
+     * to all three where given). Refused, naming why, where the mat-vec
+     * does not run or the device has no subgroup shuffles. */
+    bool ropeC = false;
+    /** With ropeC: the rotation and the caches (see OpRoPECache). */
+    RoPECacheParams rope;
 };
 
 /**
@@ -129,7 +151,9 @@ class OpMatMul : public KernelOp
              std::shared_ptr<Tensor> c,
              const MatMulParams& params);
     /** The form Sequence::record<OpMatMul>({a, b, c}, params) builds;
-     * with params.normA the tensors are {a, b, c, normWeights}. */
+     * with params.normA the tensors are {a, b, c, normWeights}; with
+     * params.ropeC positions, keyCache, valueCache (freqFactors, bias)
+     * follow. */
     OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& params);
     ~OpMatMul() override;
 

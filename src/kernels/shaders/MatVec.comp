@@ -18,6 +18,9 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef ROPE_EPILOGUE
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #include "MatMulCommon.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -79,6 +82,15 @@ layout(constant_id = 17) const uint TIMING_PART = 0;
 // OpMatMul takes the pair for swigluA, whose SwiGLU (two f32 rows of k and
 // an exp per element) each workgroup would otherwise repeat.
 layout(constant_id = 18) const uint QX_SOURCE = 0;
+// ROPE_EPILOGUE builds (MatMulParams::ropeC): OpRoPECache's work on the row
+// the product writes, in the same dispatch. The row is [query heads | key
+// heads | value heads] of ropeHeadDim each; rows 2i and 2i + 1 are a pair
+// (RoPEMode::eNormal), and every mode below has a pair's two sums in one
+// subgroup or in shared memory when it writes them (ropeWrite). The caches'
+// element type (f32 or f16), and whether freqFactors and the bias are bound.
+layout(constant_id = 19) const uint ROPE_CACHE_TYPE = 0;
+layout(constant_id = 20) const uint ROPE_FACTORS = 0;
+layout(constant_id = 21) const uint ROPE_BIAS = 0;
 
 layout(push_constant) uniform MatVecParams
 {
@@ -90,6 +102,13 @@ layout(push_constant) uniform MatVecParams
     int xGateDelta;
     float normEps;
     uint normOffset;
+#ifdef ROPE_EPILOGUE
+    // kernels::RoPECachePush (the rotation and the caches; rows = 1).
+    uint ropeHeads, ropeKvHeads, ropeHeadDim, ropeDims;
+    float ropeLog2Theta, ropeFreqScale;
+    uint ropeCacheRowStride, ropeCacheOffset, ropeKeyRows, ropeValueRows;
+    uint ropePositionsOffset, ropeFactorsOffset, ropeBiasOffset;
+#endif
 }
 p;
 
@@ -103,6 +122,18 @@ layout(set = 0, binding = 2) buffer OutViewQ128 { uvec4 OutQ128[]; };
 // The norm's weights (NORM_X; without it the host binds x's tensor here,
 // unread).
 OPERAND_VIEWS(3, G)
+#ifdef ROPE_EPILOGUE
+// The position, the caches, freqFactors and the bias (absent ones: the
+// host binds the positions in their place, unread).
+layout(set = 0, binding = 4) readonly buffer RopePositions { uint ropePositions[]; };
+layout(set = 0, binding = 5) writeonly buffer KeyView32 { float Key32[]; };
+layout(set = 0, binding = 5) writeonly buffer KeyView16 { float16_t Key16[]; };
+layout(set = 0, binding = 6) writeonly buffer ValueView32 { float Value32[]; };
+layout(set = 0, binding = 6) writeonly buffer ValueView16 { float16_t Value16[]; };
+layout(set = 0, binding = 7) readonly buffer RopeFactors { float ropeFactors[]; };
+layout(set = 0, binding = 8) readonly buffer RopeBias { float ropeBias[]; };
+#include "RoPERotate.glsl"
+#endif
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
 FLOAT_OPERAND_LOADS(G)
@@ -153,6 +184,69 @@ void writeOut(uint index, float sum)
     }
 }
 
+#ifdef ROPE_EPILOGUE
+void storeOut(uint index, float value)
+{
+    if (OUT_TYPE == TYPE_F32) {
+        Out32[index] = value;
+    } else {
+        Out16[index] = float16_t(value);
+    }
+}
+
+void storeCache(bool isValue, uint index, float value)
+{
+    if (ROPE_CACHE_TYPE == TYPE_F32) {
+        if (isValue) {
+            Value32[index] = value;
+        } else {
+            Key32[index] = value;
+        }
+    } else if (isValue) {
+        Value16[index] = float16_t(value);
+    } else {
+        Key16[index] = float16_t(value);
+    }
+}
+
+// Row `row` of the product (its sum, and its pair's: rows 2i and 2i + 1),
+// written as OpMatMul then OpRoPECache on C would leave it (beta is 0): C
+// gets the query heads rotated (with the bias) and the key and value heads
+// as the product gives them; the key heads go rotated into the key cache
+// and the value heads into the value cache (with the bias) at the row
+// positions[ropePositionsOffset], where the caches hold it.
+void ropeWrite(uint outBase, uint row, float sum, float pairSum)
+{
+    float value = p.alpha * sum;
+    float x = value, y = p.alpha * pairSum;
+    if (ROPE_BIAS != 0) {
+        x += ropeBias[p.ropeBiasOffset + row];
+        y += ropeBias[p.ropeBiasOffset + (row ^ 1u)];
+    }
+    uint head = row / p.ropeHeadDim, d = row % p.ropeHeadDim;
+    bool isQuery = head < p.ropeHeads;
+    bool isValue = head >= p.ropeHeads + p.ropeKvHeads;
+    uint position = ropePositions[p.ropePositionsOffset];
+    uint j = d >> 1;
+    float result = x;
+    if (!isValue && j < p.ropeDims / 2u) {
+        bool first = (d & 1u) == 0u;
+        float factor = ROPE_FACTORS != 0 ? ropeFactors[p.ropeFactorsOffset + j] : 1.0;
+        vec2 turned = ropeRotate(first ? x : y, first ? y : x, j, position, p.ropeDims, p.ropeLog2Theta,
+                                 p.ropeFreqScale, factor);
+        result = first ? turned.x : turned.y;
+    }
+    storeOut(outBase + row * p.outStride, isQuery ? result : value);
+    if (isQuery) {
+        return;
+    }
+    uint cacheHead = head - p.ropeHeads - (isValue ? p.ropeKvHeads : 0u);
+    if (position < (isValue ? p.ropeValueRows : p.ropeKeyRows)) {
+        storeCache(isValue, p.ropeCacheOffset + position * p.ropeCacheRowStride + cacheHead * p.ropeHeadDim + d, result);
+    }
+}
+#endif
+
 // NORM_X: each subgroup's sum of the squares of x (the elements its
 // threads read: in the quantized-x mode the blocks they quantized), shared
 // before a barrier (the one that ends the quantization of x, or the row
@@ -193,6 +287,21 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
     }
     shareSquares(squares);
     barrier();
+#ifdef ROPE_EPILOGUE
+    // Every thread takes part in the shuffle; a pair's rows are threads 2i
+    // and 2i + 1 (ROWS even), always one subgroup's.
+    float s = 0.0;
+    if (tid < ROWS) {
+        for (uint g = 0; g < gl_NumSubgroups; ++g) {
+            s += partial[g * ROWS + tid];
+        }
+    }
+    s *= inverseRms();
+    float pairSum = subgroupShuffleXor(s, 1u);
+    if (tid < ROWS && row0 + tid < p.rows) {
+        ropeWrite(outBase, row0 + tid, s, pairSum);
+    }
+#else
     if (tid < ROWS && row0 + tid < p.rows) {
         float s = 0.0;
         for (uint g = 0; g < gl_NumSubgroups; ++g) {
@@ -200,6 +309,7 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
         }
         writeOut(outBase + (row0 + tid) * p.outStride, s * inverseRms());
     }
+#endif
 }
 
 // x as the modes read it: the operand, or with X_GLU the SwiGLU of two
@@ -1043,6 +1153,36 @@ float qxRowSum(float acc, uint tpr)
     return partial[t];
 }
 
+// A row's last step in the quantized-x modes: its threads' sums meet and
+// its first thread writes it (ROPE_EPILOGUE: with its pair's sum, that of
+// the row whose threads are TPR further on or back). Called in
+// workgroup-uniform control flow (the pair's sum may come through shared
+// memory, between barriers).
+void finishRow(float acc, uint tpr, uint lane, bool live, uint outBase, uint row, float invRms)
+{
+    float sum = qxRowSum(acc, tpr);
+#ifdef ROPE_EPILOGUE
+    float pairSum;
+    if (qxSubgroupRows(tpr) && 2u * tpr <= gl_SubgroupSize) {
+        pairSum = subgroupShuffleXor(sum, tpr);
+    } else {
+        uint t = qxThread(tpr);
+        barrier(); // every thread has read its row sum (the tree's entries)
+        partial[t] = sum;
+        barrier();
+        pairSum = partial[t ^ tpr];
+        barrier(); // read before the next tile writes partial
+    }
+    if (lane == 0u && live) {
+        ropeWrite(outBase, row, sum * invRms, pairSum * invRms);
+    }
+#else
+    if (lane == 0u && live) {
+        writeOut(outBase + row * p.outStride, sum * invRms);
+    }
+#endif
+}
+
 // The coalesced form of the loop below (QX_STAGE; x whole, each row's TPR
 // threads neighbours in one subgroup). Thread `lane` of a row takes group
 // `lane` of each round of TPR groups, whose 16-byte chunks lie at a stride
@@ -1123,10 +1263,7 @@ void qxStagedRows(uint xBase, uint wBase, uint outBase, uint groups, uint tiles)
                 acc += qxGroupDot(w, g);
             }
         }
-        float sum = qxRowSum(acc, TPR);
-        if (lane == 0u && live) {
-            writeOut(outBase + row * p.outStride, sum * invRms);
-        }
+        finishRow(acc, TPR, lane, live, outBase, row, invRms);
     }
 }
 
@@ -1261,10 +1398,7 @@ void qxInterleavedRows(uint wBase, uint outBase, uint groups, uint tiles, float 
                 }
             }
         }
-        float sum = qxRowSum(acc, TPR);
-        if (lane == 0u && live) {
-            writeOut(outBase + row * p.outStride, sum * invRms);
-        }
+        finishRow(acc, TPR, lane, live, outBase, row, invRms);
     }
 }
 
@@ -1394,10 +1528,7 @@ void qxRowMode()
                 }
             }
         }
-        float sum = qxRowSum(acc, TPR);
-        if (lane == 0u && live) {
-            writeOut(outBase + row * p.outStride, sum * invRms);
-        }
+        finishRow(acc, TPR, lane, live, outBase, row, invRms);
     }
 }
 #endif

@@ -12,6 +12,7 @@
 // the caches (of CACHE_TYPE); with BIAS the bias is added to every value
 // first. Absent factors and bias are bound to qkv.
 #include "Common.glsl"
+#include "RoPERotate.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NEOX = 0;
@@ -25,17 +26,18 @@ layout(set = 0, binding = 2) writeonly buffer Keys { STORAGE(CACHE_TYPE) keys[];
 layout(set = 0, binding = 3) writeonly buffer Values { STORAGE(CACHE_TYPE) values[]; };
 layout(set = 0, binding = 4) readonly buffer F { float factors[]; };
 layout(set = 0, binding = 5) readonly buffer B { float bias[]; };
+// (The fields from heads on are kernels::RoPECachePush.)
 layout(push_constant) uniform Push
 {
     uint rows;
+    uint qkvRowStride;
+    uint qkvOffset;
     uint heads;
     uint kvHeads;
     uint headDim;
     uint ropeDims;
     float log2Theta;
     float freqScale;
-    uint qkvRowStride;
-    uint qkvOffset;
     uint cacheRowStride;
     uint cacheOffset;
     uint keyRows; // rows that fit in each cache
@@ -81,13 +83,8 @@ uvec2 pairOf(uint j)
 // Pair (a, b) of slot j < ropeDims/2 turned by its angle at `position`.
 vec2 rotate(float a, float b, uint j, uint position)
 {
-    float angle = float(position) * p.freqScale * exp2(-2.0 * float(j) / float(p.ropeDims) * p.log2Theta);
-    if (FACTORS != 0) {
-        angle /= factors[p.factorsOffset + j];
-    }
-    float c = cos(angle);
-    float s = sin(angle);
-    return vec2(a * c - b * s, a * s + b * c);
+    float factor = FACTORS != 0 ? factors[p.factorsOffset + j] : 1.0;
+    return ropeRotate(a, b, j, position, p.ropeDims, p.log2Theta, p.freqScale, factor);
 }
 
 #ifdef CACHE

@@ -464,7 +464,7 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
     // The subgroup decode kernel ("decode-flash-subgroup") against the host
     // and against the split kernel (attention-decode-flash disabled): the
     // context lengths around its passes (64 rows of head 128) and splits
-    // (128 positions each by default, 16 given: one workgroup per 64),
+    // (256 positions each by default, 16 given: one workgroup per 64),
     // groups 1, 4 and 8, heads of 64 and 128, both cache types and each
     // load width (8 f16 values, 4, scalar: the offsets and row strides),
     // two rows at different positions read at an offset. The cache past
@@ -487,7 +487,7 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
         { 8, 2, 32, DataTypes::eHalf, 8, 0, 0 },     // 4 lanes per row
         { 4, 4, 16, DataTypes::eFloat, 4, 0, 16 },   // 4 lanes per row, f32, small splits
     };
-    const uint32_t lengths[] = { 1, 2, 31, 33, 64, 65, 129, 1000, 4096 };
+    const uint32_t lengths[] = { 1, 2, 31, 33, 64, 65, 129, 257, 1000, 4096 };
     for (const auto& shape : shapes) {
         for (uint32_t length : lengths) {
             for (const char* disabled : { static_cast<const char*>(nullptr), "attention-decode-flash" }) {

@@ -83,7 +83,7 @@ struct AttentionParams
     AttentionPath path = AttentionPath::eAuto; ///< the kernel to run
     /** Cache positions per workgroup on the decode path: a power of two
      * from 16 to 256, or 0 to choose. "decode-flash-subgroup": the fewest
-     * per active workgroup (0: 128; longer contexts spread over at most 64
+     * per active workgroup (0: 256; longer contexts spread over at most 64
      * workgroups per row and KV head); the split kernel: exactly (0: about
      * 256 workgroups, within the device's shared memory). */
     uint32_t decodeChunk = 0;

@@ -406,10 +406,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             check.fail("ropeC writes f32 or f16 caches (eFloat or eHalf), not bf16 ones (record OpRoPECache after the "
                        "product)");
         }
-        uint64_t rowWidth = (uint64_t(p.rope.heads) + 2 * uint64_t(p.rope.kvHeads)) * p.rope.headDim;
-        if (rowWidth != p.n) {
+        if (rope.rowWidth != p.n) {
             check.fail(format("ropeC: C's row of n = {} is not one row of qkv, (heads + 2 kvHeads) * headDim = {}",
-                              p.n, rowWidth));
+                              p.n, rope.rowWidth));
         }
         // The caches are written while A, B and the norm's weights are read.
         for (size_t read = 0; read < (p.normA ? 4u : 2u); ++read) {

@@ -117,7 +117,7 @@ resolveRoPECache(const Checker& check, const RoPECacheParams& params, const RoPE
                         check.offset32(params.positionsOffset, "positionsOffset"),
                         check.offset32(params.hasFreqFactors ? params.freqFactorsOffset : 0, "freqFactorsOffset"),
                         check.offset32(params.hasBias ? params.biasOffset : 0, "biasOffset") };
-    return { rotation.mode, qkvStride, qkvExtent, type, cacheType, push };
+    return { rotation.mode, qkvStride, rowWidth, qkvExtent, type, cacheType, push };
 }
 
 } // namespace kernels
@@ -218,13 +218,12 @@ OpRoPECache::OpRoPECache(const std::vector<std::shared_ptr<Memory>>& tensors, co
     Checker check("OpRoPECache", tensors, names);
     kernels::RoPECacheResolved r =
       kernels::resolveRoPECache(check, params, { 0, 1, 2, 3, factorsIndex, biasIndex });
-    uint64_t rowWidth = (uint64_t(params.heads) + 2 * uint64_t(params.kvHeads)) * params.headDim;
     struct
     {
         uint32_t rows, qkvRowStride, qkvOffset;
         kernels::RoPECachePush rope;
     } push{ params.rows, r.qkvStride, check.offset32(params.qkvOffset, "qkvOffset"), r.push };
-    uint64_t invocations = uint64_t(params.rows) * rowWidth / 2;
+    uint64_t invocations = uint64_t(params.rows) * r.rowWidth / 2;
     check.require(invocations <= UINT32_MAX && r.qkvExtent + params.qkvOffset <= UINT32_MAX,
                   "rows * (heads + 2 kvHeads) * headDim exceeds 2^32 - 1");
     uint32_t local = check.caps().localSize(256);

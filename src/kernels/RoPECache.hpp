@@ -37,6 +37,7 @@ struct RoPECacheResolved
 {
     uint32_t mode; // RoPEMode, the shaders' NEOX
     uint32_t qkvStride; // 0 replaced
+    uint64_t rowWidth; // elements of one row of qkv, (heads + 2 kvHeads) * headDim
     uint64_t qkvExtent; // elements of qkv from qkvOffset on that its rows span
     StorageType qkvType, cacheType;
     RoPECachePush push;

@@ -423,8 +423,8 @@ bindTransformer(nb::module_& m)
       m,
       "OpAttention",
       "out[r, h] = softmax_p(scale * q[r, h] . K[p, h // G]) V[p, h // G] with G = heads // kv_heads "
-      "(grouped-query attention). q and out: float32 [rows][heads][head_dim]; caches: float16 or "
-      "float32, position-major [kv_capacity][kv_heads][head_dim] (position p, KV head g at kv_offset + "
+      "(grouped-query attention). q: float32 [rows][heads][head_dim]; out: the same shape, float32, or "
+      "float16 where the caches are float16; caches: float16 or float32, position-major [kv_capacity][kv_heads][head_dim] (position p, KV head g at kv_offset + "
       "p * kv_row_stride + g * head_dim); positions: uint32, one per query row, read when the sequence "
       "runs. causal=True: row r attends to positions 0..positions[r]; otherwise every row attends to "
       "0..positions[rows - 1]. Positions past kv_capacity - 1 are clamped. head_dim: a multiple of 4 up "

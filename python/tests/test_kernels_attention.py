@@ -131,6 +131,37 @@ def test_attention(mgr, cache_dtype, rows, path, causal):
     assert_near(out.data(), expected.ravel(), 2e-4)
 
 
+@pytest.mark.parametrize("rows,path,kv_tile", [(1, kp.AttentionPath.auto, 0), (3, kp.AttentionPath.decode, 0),
+                                                (19, kp.AttentionPath.prefill, 0), (70, kp.AttentionPath.prefill, 32)])
+def test_attention_float16_out(mgr, rows, path, kv_tile):
+    """out may be float16 where the caches are float16 (what the LLM runner's
+    prompt steps hand their next product): the same result rounded once, on
+    the decode, SIMT prefill and (where the device has it) cooperative-matrix
+    prefill paths; with float32 caches it is refused."""
+    heads, kv_heads, d, capacity = 8, 2, 64, 200
+    rng = np.random.default_rng(rows + 1)
+    q_values = rng.uniform(-1, 1, (rows, heads, d)).astype(np.float32)
+    k_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    v_values = round_to("float16", rng.uniform(-1, 1, capacity * kv_heads * d)).reshape(capacity, kv_heads, d)
+    positions = (np.arange(rows) + 100).astype(np.uint32)
+    q = mgr.tensor(q_values.ravel())
+    k = tensor_of(mgr, "float16", k_values.ravel())
+    v = tensor_of(mgr, "float16", v_values.ravel())
+    pos = mgr.tensor_t(positions)
+    out = tensor_of(mgr, "float16", np.zeros(q_values.size))
+    op = kp.OpAttention([q, k, v, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=d,
+                        kv_capacity=capacity, path=path, prefill_kv_tile=kv_tile)
+    run(mgr, [q, k, v, pos], op, [out])
+    expected = attention_reference(q_values, k_values, v_values, positions, True, heads // kv_heads)
+    # f16's half unit over the f32 paths' 2e-4 (the cooperative-matrix
+    # prefill: 2e-3 already).
+    assert_near(floats_of(out), expected.ravel(), 2e-3 if op.path().startswith("prefill-coopmat-") else 1e-3)
+    k32 = mgr.tensor(k_values.ravel().astype(np.float32))
+    with pytest.raises(kp.Error, match="an f16 out needs f16 caches"):
+        kp.OpAttention([q, k32, k32, pos, out], rows=rows, heads=heads, kv_heads=kv_heads, head_dim=d,
+                       kv_capacity=capacity, path=path)
+
+
 @pytest.mark.parametrize("head_dim,kv_heads", [(64, 4), (128, 2)])
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("pinned", ["default", "asked", "simt"])

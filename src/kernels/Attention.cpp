@@ -179,9 +179,15 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
 {
     Checker check("OpAttention", tensors, { "q", "kCache", "vCache", "positions", "out" });
     check.dataType(0, { Memory::DataTypes::eFloat });
-    check.dataType(4, { Memory::DataTypes::eFloat });
+    check.dataType(4, { Memory::DataTypes::eFloat, Memory::DataTypes::eHalf });
     check.dataType(1, { Memory::DataTypes::eFloat, Memory::DataTypes::eHalf });
     auto kvType = check.storageType(1);
+    // An f16 output (half the bytes for the product that reads it) comes
+    // from the kernels of f16 caches only: those of f32 caches keep clear of
+    // 16-bit storage.
+    const uint32_t outHalf = check.storageType(4) == kernels::StorageType::eF16 ? 1u : 0u;
+    check.require(!outHalf || kvType == kernels::StorageType::eF16,
+                  "an f16 out needs f16 caches (kCache and vCache are f32)");
     check.sameDataType(1, 2);
     check.dataType(3, { Memory::DataTypes::eUnsignedInt });
     const auto& p = params;
@@ -257,7 +263,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
           check.device(), decodeTensors, kernels::builtinSpirv(flash->variant),
           kernels::grid(uint64_t(p.rows) * p.kvHeads * flash->splits, caps, "OpAttention"),
           { flash->local, p.headDim, group, flash->minChunk, causal, flash->lanes, flash->vecsPerLane,
-            flash->rowsPerPass, flash->subgroups },
+            flash->rowsPerPass, flash->subgroups, outHalf },
           decodePush));
         setPath("decode-flash-subgroup");
         return;
@@ -309,7 +315,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
         addDispatch(kernels::buildAlgorithm(check.device(), decodeTensors, kernels::builtinSpirv(variant),
                                             kernels::grid(uint64_t(p.rows) * p.kvHeads * splits, caps, "OpAttention"),
                                             { local, p.headDim, group, chunk, causal, kLanes, kVecs, kBatch, kRows,
-                                              vSlots },
+                                              vSlots, outHalf },
                                             decodePush));
         setPath(std::string("decode-split-") + (subgroups ? "subgroup" : "shared-memory"));
         return;
@@ -403,7 +409,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
                                             kernels::grid(workgroups(config.subgroups), caps, "OpAttention"),
                                             { local, config.subgroups, group, causal, 16, 16, 16,
                                               std::max(1u, subgroupSize / 16), vectorLoads ? 1u : 0u,
-                                              config.prefetch ? 1u : 0u },
+                                              config.prefetch ? 1u : 0u, outHalf },
                                             prefillPush));
         setPath(format("prefill-coopmat-{}-c{}-s{}{}", khrForm ? "khr" : "nv", config.kvTile, config.subgroups,
                        config.prefetch ? "-prefetch" : ""));
@@ -427,7 +433,8 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
     uint64_t tiles = (uint64_t(p.rows) + tile - 1) / tile;
     addDispatch(kernels::buildAlgorithm(check.device(), tensors, kernels::builtinSpirv("attention_prefill_" + kv),
                                         kernels::grid(tiles * p.heads, caps, "OpAttention"),
-                                        { local, p.headDim, group, tile, tile, causal, outputs }, prefillPush));
+                                        { local, p.headDim, group, tile, tile, causal, outputs, outHalf },
+                                        prefillPush));
     setPath("prefill-tiled");
 }
 

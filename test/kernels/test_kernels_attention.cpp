@@ -290,6 +290,20 @@ TransformerKernelTest::attentionOnEveryPath(DataTypes cacheType, const char* dis
         runOp(mgr(), { q, k, v, pos }, op, { out });
         auto expected = hostAttention(qv, kvv, vvv, positions, p);
         EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+        if (cacheType == DataTypes::eHalf && i % 3 == 0) {
+            // An f16 out (f16 caches only) on the same path: the result
+            // rounded once, within f16's half unit on top of 2e-4. (A third
+            // of the cases: each is a pipeline more for lavapipe to compile.)
+            auto out16 = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(qv.size(), 0.0f));
+            std::shared_ptr<kp::OpAttention> op16;
+            {
+                DisablePaths paths(decode ? disabled : "attention-coopmat");
+                op16 = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out16 }, p);
+            }
+            EXPECT_EQ(op16->path(), op->path());
+            runOp(mgr(), { q, k, v, pos }, op16, { out16 });
+            EXPECT_TRUE(near(floatsOf(*out16), expected, 1e-3f, 1.0f)) << "f16 out";
+        }
     }
 }
 
@@ -443,6 +457,19 @@ TEST_F(TransformerKernelTest, AttentionPrefillOnCooperativeMatricesWhereTheDevic
                 EXPECT_EQ(op->path().rfind(prefix, 0), 0u) << op->path();
                 runOp(mgr(), { in.q, in.k, in.v, in.pos }, op, { out });
                 EXPECT_TRUE(near(floatsOf(*out), in.expected, 2e-3f, 1.0f)) << op->path();
+                if (variant.subgroups == 0) {
+                    // An f16 out (as the LLM runner's prompt steps take it),
+                    // rounded once more: 2e-3 still holds.
+                    auto out16 = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(in.outSize, -7.0f));
+                    std::shared_ptr<kp::OpAttention> op16;
+                    {
+                        DisablePaths paths(disabled);
+                        op16 = std::make_shared<kp::OpAttention>(Tensors{ in.q, in.k, in.v, in.pos, out16 }, vp);
+                    }
+                    EXPECT_EQ(op16->path(), op->path());
+                    runOp(mgr(), { in.q, in.k, in.v, in.pos }, op16, { out16 });
+                    EXPECT_TRUE(near(floatsOf(*out16), in.expected, 2e-3f, 1.0f)) << op16->path() << ", f16 out";
+                }
                 ++ran;
             }
             if (!skipped.empty()) {
@@ -638,6 +665,9 @@ TEST_F(TransformerKernelTest, BadInputIsAClearError)
     odd.kvHeads = 2;
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache, cache, pos, out }, odd); }, { "headDim = 6 must be a multiple of 4" }));
     EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache32, cache32, pos, cache32 }, p); }, { "out must not be a cache" }));
+    auto out16 = floatTensor(mgr(), DataTypes::eHalf, std::vector<float>(64, 0.0f));
+    EXPECT_NO_THROW(kp::OpAttention({ q, cache, cache, pos, out16 }, p));
+    EXPECT_TRUE(throwsWith([&] { kp::OpAttention({ q, cache32, cache32, pos, out16 }, p); }, { "an f16 out needs f16 caches" }));
     kp::AttentionParams tile = p;
     tile.rows = 1;
     tile.prefillKvTile = 48;

@@ -34,8 +34,10 @@ enum class AttentionPath
  *   inclusive; without, every row attends to 0..positions[rows - 1].
  *   Positions beyond kvCapacity - 1 are clamped to it.
  *
- * q and out: f32; caches: f16 or f32 (one type). headDim: a multiple of 4,
- * at most 256. out may be q (the same range), never a cache.
+ * q: f32; caches: f16 or f32 (one type); out: f32, or f16 where the caches
+ * are f16 (the output rounded once, for a product that reads f16 rows).
+ * headDim: a multiple of 4, at most 256. out may be q (the same range, both
+ * f32), never a cache.
  *
  * The decode path is one dispatch that keeps the chunks' partial results
  * and a counter per (row, KV head) in buffers of the operation (the counters

@@ -57,6 +57,8 @@ layout(constant_id = 7) const uint ROW_LANES = 2;
 layout(constant_id = 8) const uint VEC_KV = 1;    // cache rows start at multiples of 8 elements
 // Loads the next K/V tile into registers while the current one is used.
 layout(constant_id = 9) const uint PREFETCH = 0;
+// f16 output (AttentionOut.glsl).
+layout(constant_id = 10) const uint OUT_HALF = 0;
 
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
 layout(set = 0, binding = 1) readonly buffer K16 { float16_t k16[]; };
@@ -64,7 +66,7 @@ layout(set = 0, binding = 1) readonly buffer K128 { uvec4 k128[]; };
 layout(set = 0, binding = 2) readonly buffer V16 { float16_t v16[]; };
 layout(set = 0, binding = 2) readonly buffer V128 { uvec4 v128[]; };
 layout(set = 0, binding = 3) readonly buffer Positions { uint positions[]; };
-layout(set = 0, binding = 4) writeonly buffer Out { float outs[]; };
+#include "AttentionOut.glsl"
 layout(push_constant) uniform Push
 {
     uint rows;
@@ -353,7 +355,7 @@ void main()
         if (pair < pairs) {                                                             \
             uint index = p.outOffset + (pair / GROUP) * p.outRowStride +                \
                          (headBase + pair % GROUP) * HEAD_DIM + d * 16 + e % 16;        \
-            outs[index] = scores[(warpRow + e / 16) * SS + e % 16];                     \
+            storeOut(index, scores[(warpRow + e / 16) * SS + e % 16]);                 \
         }                                                                               \
     }                                                                                   \
     subgroupSync();

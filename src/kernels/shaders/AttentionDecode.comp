@@ -38,6 +38,8 @@ layout(constant_id = 7) const uint RPT = 8;
 // Subgroups per workgroup (local size / subgroup size): the shared memory
 // of the final merge.
 layout(constant_id = 8) const uint SUBGROUPS = 4;
+// f16 output (f16 caches only: AttentionOut.glsl).
+layout(constant_id = 9) const uint OUT_HALF = 0;
 
 const uint VECS = HEAD_DIM / 4;
 const uint PARTIAL_STRIDE = VECS + 1; // vec4s per partial result: output, (m, l, 0, 0)
@@ -84,7 +86,7 @@ vec4 unpackRaw(RAW w, uint u) { return w; }
 const uint NR = NV / RAW_VECS; // raw loads per lane and row
 
 layout(set = 0, binding = 3) readonly buffer Positions { uint positions[]; };
-layout(set = 0, binding = 4) writeonly buffer Out { float outs[]; };
+#include "AttentionOut.glsl"
 layout(set = 0, binding = 5) coherent buffer Partial { vec4 partial[]; };
 layout(set = 0, binding = 6) buffer Counters { uint counters[]; };
 layout(push_constant) uniform Push
@@ -296,10 +298,7 @@ void main()
         if (alone) {
             acc /= sum;
             uint e = outRow + (firstHead + h) * HEAD_DIM + 4 * vec;
-            outs[e] = acc.x;
-            outs[e + 1] = acc.y;
-            outs[e + 2] = acc.z;
-            outs[e + 3] = acc.w;
+            storeOut4(e, acc);
         } else {
             partial[partialBase + h * headStride + vec] = acc;
             if (vec == 0) {

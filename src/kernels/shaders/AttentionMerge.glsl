@@ -86,10 +86,7 @@ void mergeIfLast(uint row, uint kvHead, uint activeSplits)
         }
         acc /= l;
         uint e = outRow + (firstHead + h) * HEAD_DIM + 4 * mergeVec;
-        outs[e] = acc.x;
-        outs[e + 1] = acc.y;
-        outs[e + 2] = acc.z;
-        outs[e + 3] = acc.w;
+        storeOut4(e, acc);
     }
     if (t == 0) {
         // Every chunk of this pair has counted itself: nobody else touches

@@ -15,12 +15,14 @@ layout(constant_id = 4) const uint COLS_TILE = 16;
 layout(constant_id = 5) const uint CAUSAL = 1;
 // Outputs per invocation: ROWS_TILE * HEAD_DIM / local size (a whole number).
 layout(constant_id = 6) const uint OUTPUTS = 16;
+// f16 output (f16 caches only: AttentionOut.glsl).
+layout(constant_id = 7) const uint OUT_HALF = 0;
 
 layout(set = 0, binding = 0) readonly buffer Q { float q[]; };
 layout(set = 0, binding = 1) readonly buffer K { STORAGE(KV_TYPE) k[]; };
 layout(set = 0, binding = 2) readonly buffer V { STORAGE(KV_TYPE) v[]; };
 layout(set = 0, binding = 3) readonly buffer Positions { uint positions[]; };
-layout(set = 0, binding = 4) writeonly buffer Out { float outs[]; };
+#include "AttentionOut.glsl"
 layout(push_constant) uniform Push
 {
     uint rows;
@@ -169,7 +171,7 @@ void main()
         uint r = row0 + i;
         if (r < p.rows) {
             float sum = rowSum[i];
-            outs[p.outOffset + r * p.outRowStride + head * HEAD_DIM + d] = sum > 0.0 ? acc[e] / sum : 0.0;
+            storeOut(p.outOffset + r * p.outRowStride + head * HEAD_DIM + d, sum > 0.0 ? acc[e] / sum : 0.0);
         }
     }
 }

@@ -40,6 +40,8 @@ layout(constant_id = 7) const uint K_BATCH = 8;
 layout(constant_id = 8) const uint K_ROWS = 1;
 // V rows summed side by side: local size / (HEAD_DIM / 4).
 layout(constant_id = 9) const uint V_SLOTS = 1;
+// f16 output (f16 caches only: AttentionOut.glsl).
+layout(constant_id = 10) const uint OUT_HALF = 0;
 
 #include "Reduce.glsl"
 
@@ -78,7 +80,7 @@ layout(set = 0, binding = 2) readonly buffer V { STORAGE(KV_TYPE) v[]; };
 DEFINE_LOAD4(loadK4, k)
 DEFINE_LOAD4(loadV4, v)
 layout(set = 0, binding = 3) readonly buffer Positions { uint positions[]; };
-layout(set = 0, binding = 4) writeonly buffer Out { float outs[]; };
+#include "AttentionOut.glsl"
 // [row][head][split][PARTIAL_STRIDE]. Coherent: written by one workgroup,
 // read by another within the dispatch (see the merge below).
 layout(set = 0, binding = 5) coherent buffer Partial { vec4 partial[]; };

@@ -282,7 +282,7 @@ class Context
     std::shared_ptr<kp::Tensor> mX, mNormed, mQkv, mAttention, mGate, mUp, mHidden;
     // f16 rows for the products of steps of several tokens (null where
     // those keep f32; see the constructor).
-    std::shared_ptr<kp::Tensor> mNormedHalf, mHiddenHalf;
+    std::shared_ptr<kp::Tensor> mNormedHalf, mHiddenHalf, mAttentionHalf;
     std::vector<std::shared_ptr<kp::Tensor>> mKeyCache, mValueCache;
     std::shared_ptr<kp::Tensor> mLastLogits, mAllLogits;
     uint32_t mAllLogitsRows = 1; // rows of mAllLogits: steps returning all logits are this long at most

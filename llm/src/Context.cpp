@@ -456,13 +456,33 @@ Context::record(Step& s)
                                                swiglu),
                 "swiglu (OpSwiGLU)");
         } else if (w.wGate.tensor == w.wUp.tensor) {
-            // A prompt step: gate and up in one product of 2 ff columns
-            // ([gate | up] in each row of mGate), SwiGLU over the two halves
-            // of each row: one dispatch fewer, and twice the tiles in one
-            // grid (Llama-8B at 512 tokens: 896 tiles of 128 x 128 on 132
-            // SMs, 6.8 waves, where two products of 448 took 3.4 each, their
-            // last wave two-fifths full).
+            // A prompt step: gate and up in one product whose epilogue takes
+            // the SwiGLU of each output's two sums (MatMulParams::swigluC)
+            // into `hidden`: no SwiGLU dispatch, and a quarter of the bytes
+            // written (f16 rows of ff, where the two products wrote f32
+            // rows of 2 ff). Its tiles hold the gate's and the up's rows of
+            // the same outputs, the grid as many tiles as both products
+            // (Llama-8B at 512 tokens: 896 tiles of 128 x 128 on 132 SMs,
+            // 6.8 waves, where two products of 448 took 3.4 each, their last
+            // wave two-fifths full).
+            // (KOMPUTE_ENV_DISABLE=gemm-swiglu refuses it: the product of 2 ff
+            // columns, then OpSwiGLU.)
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
+            kp::MatMulParams gateUpSwiglu = linearParams(w.wGate, false, t, 0, 0, 0);
+            gateUpSwiglu.n = ff;
+            gateUpSwiglu.swigluC = true;
+            // (The offsets count weights, rows of cols: Model::place joins them.)
+            gateUpSwiglu.upRowB = static_cast<uint32_t>((w.wUp.offset - w.wGate.offset) / w.wGate.cols);
+            std::shared_ptr<kp::OpMatMul> fused;
+            try {
+                fused = std::make_shared<kp::OpMatMul>(normed, w.wGate.tensor, hidden, gateUpSwiglu);
+            } catch (const kp::Error&) {
+            }
+            if (fused) {
+                add(fused, "ffn_gate_up_swiglu (OpMatMul)");
+                linear(hidden, w.wDown, mX, true, t, 0, "ffn_down");
+                continue; // the layer's last operation
+            }
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
             linear(normed, gateUp, mGate, false, t, 0, "ffn_gate_up");

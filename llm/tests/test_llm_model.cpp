@@ -676,8 +676,9 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
 // inside the qkv product with its norm (MatMulParams::ropeC: this model
 // rotates neighbouring pairs, and has no q/k norm) where the product is the
 // float mat-vec (F16) or KOMPUTE_ENV_ROPE_INSIDE=all, and apart where the
-// norms are or where "matvec-rope" is off (and the prompt step gate and up
-// as one product).
+// norms are or where "matvec-rope" is off (and the prompt step's gate and
+// up as one product with the SwiGLU in its epilogue, MatMulParams::swigluC,
+// or, where "gemm-swiglu" is off, one product and OpSwiGLU).
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -695,7 +696,7 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         // (disabled paths, KOMPUTE_ENV_ROPE_INSIDE: F16's float product
         // rotates inside by default, the int-dot one only with "all")
         std::vector<std::pair<std::string, const char*>> runs = { { mode, nullptr },
-                                                                   { mode + comma + "matvec-norm", "all" },
+                                                                   { mode + comma + "matvec-norm,gemm-swiglu", "all" },
                                                                    { mode + comma + "matvec-rope", "all" } };
         if (quant) {
             runs.push_back({ mode, "all" });
@@ -711,12 +712,17 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
             context.evaluate(head, Logits::eLast, &logits);
             // (The profile is the last evaluation's.) The prompt step: gate
-            // and up in one product, SwiGLU over the halves of its rows.
+            // and up in one product, the SwiGLU in its epilogue or, with
+            // gemm-swiglu off, over the halves of its rows.
             std::string promptLabels;
             for (const auto& op : context.profile()) {
                 promptLabels += op.label + "; ";
             }
-            EXPECT_NE(promptLabels.find("ffn_gate_up (OpMatMul); "), std::string::npos) << promptLabels;
+            bool swigluInside = disabled.find("gemm-swiglu") == std::string::npos;
+            EXPECT_EQ(promptLabels.find("ffn_gate_up_swiglu (OpMatMul); ") != std::string::npos, swigluInside)
+              << promptLabels;
+            EXPECT_EQ(promptLabels.find("ffn_gate_up (OpMatMul); ") != std::string::npos, !swigluInside) << promptLabels;
+            EXPECT_EQ(promptLabels.find("swiglu (OpSwiGLU)") != std::string::npos, !swigluInside) << promptLabels;
             EXPECT_EQ(promptLabels.find("ffn_up (OpMatMul)"), std::string::npos) << promptLabels;
             for (size_t t = 5; t < kPrompt.size(); ++t) {
                 context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);

@@ -44,7 +44,8 @@ kernelPathNames()
                                                     "matvec-qx",    "matvec-float", "coopmat-nv",
                                                     "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
                                                     "attention-coopmat", "attention-decode-flash",
-                                                    "grouped-blocks", "matvec-x-pass", "matvec-rope" };
+                                                    "grouped-blocks", "matvec-x-pass", "matvec-rope",
+                                                    "gemm-swiglu" };
     return names;
 }
 

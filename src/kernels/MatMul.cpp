@@ -134,7 +134,8 @@ gemmPush(const MatMulParams& p)
              static_cast<uint32_t>(p.offsetB),
              static_cast<uint32_t>(p.offsetC),
              p.alpha,
-             p.beta };
+             p.beta,
+             p.upRowB };
 }
 
 void
@@ -308,6 +309,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     }
     variant.transA = p.transA;
     variant.transB = p.transB;
+    variant.swigluC = p.swigluC;
 
     DeviceView view = matMulDevice(*device, check.caps());
     if (!view.storage16Bit) {
@@ -319,6 +321,23 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     // Operands as stored: A is [m][k] or [k][m]; B [k][n] or [n][k].
     uint32_t aRows = p.transA ? p.k : p.m, aCols = p.transA ? p.m : p.k;
     uint32_t bRows = p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
+    if (p.swigluC) {
+        if (!p.transB || p.beta != 0.0f || p.swigluA || p.normA || p.ropeC) {
+            check.fail(format("swigluC multiplies by the gate's and the up's rows of a transposed B into C (transB, "
+                              "beta 0, no swigluA, normA or ropeC): transB = {}, beta = {}, swigluA = {}, normA = {}, "
+                              "ropeC = {}",
+                              p.transB, p.beta, p.swigluA, p.normA, p.ropeC));
+        }
+        if (p.upRowB < p.n || uint64_t(p.upRowB) + p.n > UINT32_MAX) {
+            check.fail(format("swigluC: the up rows (from upRowB = {}) must come after the gate's n = {} rows of B "
+                              "(and end below row 2^32)",
+                              p.upRowB, p.n));
+        }
+        bRows = p.upRowB + p.n; // B holds both
+        if (check.caps().isDisabled("gemm-swiglu")) {
+            check.fail("swigluC is turned off (KOMPUTE_ENV_DISABLE has gemm-swiglu)");
+        }
+    }
     uint64_t bElements = b.size();
     const char* bUnit = "elements";
     if (quantB) {
@@ -436,8 +455,8 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     mParams = p;
 
     // --- Mat-vec: one row (or one column) of C ----------------------------------
-    bool oneRow = p.m == 1;
-    bool oneColumn = p.n == 1 && !quantB;
+    bool oneRow = p.m == 1 && !p.swigluC;
+    bool oneColumn = p.n == 1 && !quantB && !p.swigluC;
     const DeviceCaps& caps = check.caps();
     if ((oneRow || oneColumn) && view.subgroupArithmetic && !caps.isDisabled("matvec")) {
         MatVecVariant mv;
@@ -649,9 +668,15 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (config.quantWords && !coopmatProblem(config, view).empty()) {
                 config.quantWords = false; // its raw words do not fit in shared memory
             }
+            // swigluC pairs each subgroup's fragment j with fragment j + FN / 2
+            // in an epilogue that holds both in shared memory.
+            if (p.swigluC && ((config.wn / config.shape.n) % 2 != 0 ||
+                              coopmatSharedBytes(config, p.transA, p.transB, true) > view.maxSharedBytes)) {
+                continue;
+            }
             variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 8);
             variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 8);
-            Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };
+            Workgroup grid{ groups(p.n, p.swigluC ? config.bn / 2 : config.bn), groups(p.m, config.bm), p.batch };
             checkGrid(check, view, grid[0], grid[1], grid[2]);
             std::vector<uint32_t> spirv = builtinSpirv(coopmatVariant(config));
             // The KHR form uses SPIR-V newer than the linked SPIRV-Tools: the
@@ -673,7 +698,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     }
     variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 4);
     variant.vecB = !quantB && wideLoads(p.ldb, p.strideB, p.offsetB, bCols, p.batch, 4);
-    Workgroup grid{ groups(p.n, config.bn), groups(p.m, config.bm), p.batch };
+    Workgroup grid{ groups(p.n, p.swigluC ? config.bn / 2 : config.bn), groups(p.m, config.bm), p.batch };
     checkGrid(check, view, grid[0], grid[1], grid[2]);
     addDispatch(buildAlgorithm(device, bound, builtinSpirv("matmul_tiled"), grid, tiledSpecialization(config, variant), push));
     setPath("tiled");

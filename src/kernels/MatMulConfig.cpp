@@ -81,7 +81,7 @@ std::vector<uint32_t>
 tiledSpecialization(const TiledConfig& c, const GemmVariant& v)
 {
     return { c.threads(), c.bm, c.bn, c.bk, c.tm, c.tn, v.a, v.b, v.c,
-             v.transA, v.transB, v.vecA, v.vecB, c.doubleBuffer };
+             v.transA, v.transB, v.vecA, v.vecB, c.doubleBuffer, v.swigluC };
 }
 
 std::vector<uint32_t>
@@ -89,7 +89,7 @@ coopmatSpecialization(const CoopmatConfig& c, const GemmVariant& v, bool stageBf
 {
     return { c.threads(), c.bm, c.bn, c.bk, c.wm, c.wn, c.shape.m, c.shape.n, c.shape.k,
              v.a, v.b, v.c, v.transA, v.transB, v.vecA, v.vecB, stageBf16, c.doubleBuffer, c.rawStaging, c.loadAhead,
-             0 /* TIMING_PART: the whole kernel */, c.quantWords };
+             0 /* TIMING_PART: the whole kernel */, c.quantWords, v.swigluC };
 }
 
 std::vector<uint32_t>
@@ -117,14 +117,14 @@ tiledSharedBytes(const TiledConfig& c)
 }
 
 uint32_t
-coopmatSharedBytes(const CoopmatConfig& c, bool transA, bool transB)
+coopmatSharedBytes(const CoopmatConfig& c, bool transA, bool transB, bool swigluC)
 {
     uint32_t a = (transA ? c.bk : c.bm) * ((transA ? c.bm : c.bk) / 8 + 1) * 16;
     uint32_t b = (transB ? c.bn : c.bk) * ((transB ? c.bk : c.bn) / 8 + 1) * 16;
     uint32_t warps = (c.bm / c.wm) * (c.bn / c.wn);
     // One accumulator fragment per subgroup, or with quantWords each
     // subgroup's raw words of B (Q8_0's 34-byte blocks at most).
-    uint32_t scratch = warps * c.shape.m * c.shape.n * 4;
+    uint32_t scratch = warps * c.shape.m * c.shape.n * 4 * (swigluC ? 2 : 1); // swigluC: gate and up
     if (c.quantWords && warps) {
         scratch = std::max(scratch, c.bn * (c.bk / 32 * 34 / 4) * 4);
     }

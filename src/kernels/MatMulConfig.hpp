@@ -176,6 +176,7 @@ struct GemmVariant
     uint32_t a = kF32, b = kF32, c = kF32;
     bool transA = false, transB = false;
     bool vecA = false, vecB = false; // wide loads allowed (see the shaders)
+    bool swigluC = false;             // C = silu(gate) * up (MatMulParams::swigluC)
 };
 
 struct MatVecVariant
@@ -203,6 +204,7 @@ struct GemmPush
     uint32_t strideA, strideB, strideC;
     uint32_t offsetA, offsetB, offsetC;
     float alpha, beta;
+    uint32_t upRowB; // MatMulParams::swigluC
 };
 struct MatVecPush
 {
@@ -282,7 +284,7 @@ std::string coopmatVariant(const CoopmatConfig& config);
 
 /** Bytes of shared memory each kernel's variant declares. */
 uint32_t tiledSharedBytes(const TiledConfig& config);
-uint32_t coopmatSharedBytes(const CoopmatConfig& config, bool transA, bool transB);
+uint32_t coopmatSharedBytes(const CoopmatConfig& config, bool transA, bool transB, bool swigluC = false);
 
 } // namespace matmul
 } // namespace kernels

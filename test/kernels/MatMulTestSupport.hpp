@@ -192,7 +192,7 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc, std::shared_ptr<kp::OpMatMul>*
     kp::MatMulParams p = gc.p;
     p.formatB = weightFormat(gc.b);
     uint32_t aRows = p.transA ? p.k : p.m, aCols = p.transA ? p.m : p.k;
-    uint32_t bRows = p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
+    uint32_t bRows = p.swigluC ? p.upRowB + p.n : p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
     uint32_t lda = p.lda ? p.lda : aCols, ldb = p.ldb ? p.ldb : bCols, ldc = p.ldc ? p.ldc : p.n;
     uint64_t sA = p.strideA ? p.strideA : uint64_t(aRows) * lda;
     uint64_t sB = p.strideB ? p.strideB : uint64_t(bRows) * ldb;
@@ -275,20 +275,36 @@ runGemmCase(kp::Manager& mgr, const GemmCase& gc, std::shared_ptr<kp::OpMatMul>*
     for (uint32_t batch = 0; batch < p.batch; ++batch) {
         for (uint32_t i = 0; i < p.m; ++i) {
             for (uint32_t j = 0; j < p.n; ++j) {
-                double sum = 0, magnitude = 0;
-                for (uint32_t kk = 0; kk < p.k; ++kk) {
-                    uint64_t ia = p.offsetA + batch * sA + (p.transA ? uint64_t(kk) * lda + i : uint64_t(i) * lda + kk);
-                    uint64_t ib = p.offsetB + batch * sB + (p.transB ? uint64_t(j) * ldb + kk : uint64_t(kk) * ldb + j);
-                    double x = aSeen[ia], y = bSeen[ib];
-                    sum += x * y;
-                    magnitude += std::fabs(x * y);
-                }
+                // Column j's sum (swigluC: also the up's, row upRowB + j of B).
+                auto product = [&](uint32_t column, double& magnitude) {
+                    double sum = 0;
+                    magnitude = 0;
+                    for (uint32_t kk = 0; kk < p.k; ++kk) {
+                        uint64_t ia = p.offsetA + batch * sA + (p.transA ? uint64_t(kk) * lda + i : uint64_t(i) * lda + kk);
+                        uint64_t ib = p.offsetB + batch * sB + (p.transB ? uint64_t(column) * ldb + kk : uint64_t(kk) * ldb + column);
+                        double x = aSeen[ia], y = bSeen[ib];
+                        sum += x * y;
+                        magnitude += std::fabs(x * y);
+                    }
+                    return sum;
+                };
+                double magnitude = 0;
+                double sum = product(j, magnitude);
                 uint64_t ic = p.offsetC + batch * sC + uint64_t(i) * ldc + j;
                 written[ic] = true;
                 double ref = p.alpha * sum + (p.beta != 0 ? p.beta * cStored[ic] : 0.0);
                 double old = p.beta != 0 ? std::fabs(p.beta * cStored[ic]) : 0.0;
                 double bound = tolerance * (std::fabs(p.alpha) * magnitude + old) +
                                outRounding * std::fabs(ref) + 1e-6;
+                if (p.swigluC) {
+                    // silu(g) * u, its error from each sum's: |silu'| <= 1.1.
+                    double upMagnitude = 0;
+                    double g = p.alpha * sum, u = p.alpha * product(p.upRowB + j, upMagnitude);
+                    double silu = g / (1 + std::exp(-g));
+                    ref = silu * u;
+                    bound = tolerance * std::fabs(p.alpha) * (1.1 * std::fabs(u) * magnitude + std::fabs(silu) * upMagnitude) +
+                            outRounding * std::fabs(ref) + 1e-6;
+                }
                 double error = std::fabs(result[ic] - ref);
                 if (!(error <= bound) && failures++ < 8) {
                     ADD_FAILURE() << "C[" << batch << "][" << i << "][" << j << "] = " << result[ic]

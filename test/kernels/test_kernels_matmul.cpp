@@ -691,6 +691,83 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
+// MatMulParams::swigluC: C = silu(gate) * up of the products over B's gate
+// rows and its up rows (from upRowB), on every GEMM path the device has:
+// the tiled kernel (tiles with 4 columns a thread, and on GPUs with 8 where
+// the product fills the device), the cooperative matrices where present
+// (both forms, f32 A rounded to f16, Q8_0/Q4_0 as words and grouped); every
+// operand type, m = 1 (no mat-vec), partial tiles, batches, a gap between
+// the gate's rows and the up's; then the refusals.
+TEST_F(MatMul, SwigluOutputOnEveryGemmPath)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    const auto& cm = caps.cooperativeMatrix;
+    std::vector<std::pair<const char*, const char*>> paths = { { "coopmat", "tiled" } };
+    if (cm.khr) {
+        paths.push_back({ nullptr, "coopmat-khr" });
+    }
+    if (cm.nv) {
+        paths.push_back({ "coopmat-khr", "coopmat-nv" });
+    }
+    struct Case
+    {
+        uint32_t m, n, k, batch, gap, ldbPad;
+        Elem a, b, c;
+    };
+    std::vector<Case> cases = {
+        { 1, 24, 64, 1, 0, 0, Elem::F32, Elem::F16, Elem::F32 },
+        { 33, 70, 128, 2, 3, 0, Elem::F16, Elem::Q4_0, Elem::F16 },
+        { 130, 136, 64, 1, 0, 64, Elem::F32, Elem::Q8_0, Elem::F32 },
+        { 20, 40, 256, 1, 8, 0, Elem::F16, Elem::Q4_0X8, Elem::F32 },
+        { 9, 17, 40, 1, 1, 8, Elem::F16, Elem::F32, Elem::F16 },
+    };
+    if (caps.deviceType != vk::PhysicalDeviceType::eCpu) {
+        // 4 x 66 tiles of 128 x 128: the tiled kernel's 8 columns a thread
+        // on GPUs of up to 132 multiprocessors (chooseTiled).
+        cases.push_back({ 512, 8448, 32, 1, 0, 0, Elem::F16, Elem::F16, Elem::F32 });
+    }
+    for (const auto& [disabled, path] : paths) {
+        DisablePaths off(disabled);
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const Case& c = cases[i];
+            if (c.m == 512 && std::string(path) != "tiled") {
+                continue;
+            }
+            GemmCase gc{ shape(c.m, c.n, c.k, false, true), c.a, c.b, c.c };
+            gc.p.swigluC = true;
+            gc.p.upRowB = c.n + c.gap;
+            gc.p.ldb = c.ldbPad ? c.k + c.ldbPad : 0;
+            gc.p.batch = c.batch;
+            gc.p.alpha = i % 2 ? 0.75f : 1.0f;
+            gc.seed = uint32_t(40 + i);
+            std::shared_ptr<kp::OpMatMul> op;
+            EXPECT_EQ(runGemmCase(mgr(), gc, &op), path) << "case " << i;
+            // One dispatch; its grid covers n in tiles of half the B rows each reads.
+            EXPECT_EQ(op->algorithms().size(), 1u);
+        }
+    }
+    auto f32 = [&](uint32_t n) { return mgr().tensor(std::vector<float>(n, 1.0f)); };
+    auto a = f32(4 * 64), b = f32(10 * 64), c = f32(4 * 5);
+    auto p = shape(4, 5, 64, false, true);
+    p.swigluC = true;
+    p.upRowB = 5;
+    EXPECT_NO_THROW(kp::OpMatMul(a, b, c, p));
+    auto early = p;
+    early.upRowB = 4;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, early); }, { "upRowB = 4", "after the gate's n = 5 rows" }));
+    auto far = p;
+    far.upRowB = 6;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, far); }, { "B holds 640 elements" }));
+    auto beta = p;
+    beta.beta = 1.0f;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, beta); }, { "swigluC multiplies", "beta 0" }));
+    auto untransposed = p;
+    untransposed.transB = false;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, untransposed); }, { "swigluC multiplies", "transposed B" }));
+    DisablePaths off("gemm-swiglu");
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(a, b, c, p); }, { "swigluC is turned off", "gemm-swiglu" }));
+}
+
 // A one-row product with normA: x from element 8, the norm's weights (type
 // g) from element 5 for k = 256 (scalar loads), else 8 (4-wide loads);
 // `residual`: eps 0.5 and alpha 0.5, beta 1 (a residual added to), else eps

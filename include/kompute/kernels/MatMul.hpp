@@ -110,6 +110,18 @@ struct MatMulParams
     bool ropeC = false;
     /** With ropeC: the rotation and the caches (see OpRoPECache). */
     RoPECacheParams rope;
+    /** Ours: C is the SwiGLU of two products of A, silu(G) * U element by
+     * element with silu(g) = g / (1 + e^-g), G = alpha * op(A) * Bg^T and
+     * U = alpha * op(A) * Bu^T. B is transposed and holds upRowB + n rows
+     * of k (from offsetB, ldb apart; strideB between batches): the gate's n
+     * rows first, the up's n rows from row upRowB on (upRowB >= n). beta
+     * must be 0, and the mat-vec does not take it (m = 1 runs the GEMM
+     * kernels too). An LLM's prompt-step gate and up projections with the
+     * SwiGLU after them: one dispatch fewer, and C the size of one product
+     * where the two together wrote twice as much. */
+    bool swigluC = false;
+    /** With swigluC: the row of B where the up projection's rows start. */
+    uint32_t upRowB = 0;
 };
 
 /**

@@ -69,6 +69,11 @@ layout(constant_id = 20) const uint TIMING_PART = 0;
 // by side, and decoded a block per lane through shared memory (see
 // fetchBWords); the host sets it where it fits (coopmatQuantWordsFit).
 layout(constant_id = 21) const uint BQ_WORDS = 0;
+// MatMulParams::swigluC: C = silu(gate) * up. Each subgroup's WN columns of
+// the tile are WN / 2 gate rows of B and the up rows of the same outputs
+// (bRow), so that its fragment j and fragment j + FN / 2 meet in the
+// epilogue; a workgroup writes BN / 2 columns of C.
+layout(constant_id = 22) const uint SWIGLU_C = 0;
 const bool TIME_LOADS = TIMING_PART == 0 || TIMING_PART == 2;
 const bool TIME_MMA = TIMING_PART != 2;
 const bool TIME_BARRIERS = TIMING_PART != 3;
@@ -118,7 +123,7 @@ shared uvec4 shA[A_TILE * BUFFERS];
 shared uvec4 shB[B_TILE * BUFFERS];
 // Per subgroup: one accumulator fragment on its way to C (f32 bits) after
 // the main loop; in it, with B_WORDS, the subgroup's raw words of B.
-const uint FRAGMENT_WORDS = WARPS * lM * lN;
+const uint FRAGMENT_WORDS = WARPS * lM * lN * (SWIGLU_C != 0 ? 2u : 1u); // SWIGLU_C: gate and up
 const uint BQ_SHARED_WORDS = B_WORDS ? WARPS * BQ_WARP_WORDS : 0u;
 shared uint scratch[BQ_SHARED_WORDS > FRAGMENT_WORDS ? BQ_SHARED_WORDS : FRAGMENT_WORDS];
 
@@ -145,6 +150,30 @@ shared uint scratch[BQ_SHARED_WORDS > FRAGMENT_WORDS ? BQ_SHARED_WORDS : FRAGMEN
 #define FOR_N(X, i) X(i, 0) X(i, 1) X(i, 2) X(i, 3) X(i, 4) X(i, 5) X(i, 6) X(i, 7)
 #endif
 #define FOR_J(X) FOR_N(X, 0)
+// SWIGLU_C: UP_J(j) is the fragment FN / 2 after j (mod FN), the up half of
+// gate fragment j; ACC(i, j) names accumulator (i, j) after expanding j.
+#if FN == 1
+#define UP_J_0 0
+#elif FN == 2
+#define UP_J_0 1
+#define UP_J_1 0
+#elif FN == 4
+#define UP_J_0 2
+#define UP_J_1 3
+#define UP_J_2 0
+#define UP_J_3 1
+#elif FN == 8
+#define UP_J_0 4
+#define UP_J_1 5
+#define UP_J_2 6
+#define UP_J_3 7
+#define UP_J_4 0
+#define UP_J_5 1
+#define UP_J_6 2
+#define UP_J_7 3
+#endif
+#define ACC_(i, j) acc##i##j
+#define ACC(i, j) ACC_(i, j)
 
 OPERAND_VIEWS(0, A)
 OPERAND_VIEWS(1, B)
@@ -246,6 +275,20 @@ STAGE_CHUNK(B, B_TYPE, VEC_B)
         chunk = NAME##Chunk(base, at, extent, inside);                                   \
     }
 
+// The row of B (transposed: a column of the product) behind column c of the
+// workgroup's tile, whose first column is col0, and whether B has it.
+uint bRow(uint col0, uint c, out bool inside)
+{
+    if (SWIGLU_C == 0) {
+        inside = col0 + c < p.n;
+        return col0 + c;
+    }
+    uint halfWn = WN / 2u;
+    uint column = col0 / 2u + c / WN * halfWn + c % halfWn; // of C
+    inside = column < p.n;
+    return c % WN < halfWn ? column : column + p.upRowB;
+}
+
 // This thread's chunk ci of the A tile at k0.
 void fetchA(uint ci, uint k0, uint row0, uint baseA, out uvec4 chunk, out uvec4 chunk2)
 {
@@ -267,8 +310,9 @@ void fetchB(uint ci, uint k0, uint col0, uint baseB, out uvec4 chunk, out uvec4 
     chunk2 = uvec4(0);
     if (B_QUANT) { // whole blocks along k (k % 32 == 0)
         uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-        uint w = baseB + (col0 + nn) * p.ldb + k0 + kk;
-        if (col0 + nn >= p.n || k0 + kk >= p.k) {
+        bool inside;
+        uint w = baseB + bRow(col0, nn, inside) * p.ldb + k0 + kk;
+        if (!inside || k0 + kk >= p.k) {
             chunk = uvec4(0);
         } else if (RAW_BQ) {
             chunk = BFetchQ8(B_TYPE, w);
@@ -279,7 +323,9 @@ void fetchB(uint ci, uint k0, uint col0, uint baseB, out uvec4 chunk, out uvec4 
         }
     } else if (TRANS_B != 0) {
         uint nn = c / (BK / 8), kk = (c % (BK / 8)) * 8;
-        STAGE_OR_FETCH(B, RAW_B, baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, p.k, col0 + nn < p.n)
+        bool inside;
+        uint row = bRow(col0, nn, inside);
+        STAGE_OR_FETCH(B, RAW_B, baseB + row * p.ldb + k0 + kk, k0 + kk, p.k, inside)
     } else {
         uint kk = c / (BN / 8), nn = (c % (BN / 8)) * 8;
         STAGE_OR_FETCH(B, RAW_B, baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, p.n, k0 + kk < p.k)
@@ -333,12 +379,12 @@ void storeB(uint ci, uint slot, uvec4 chunk)
 // two blocks' scales, then their quants (the tile is a quarter of a group).
 void fetchBWords(uint k0, uint col0, uint baseB, out uint raw[BQ_LOADS])
 {
-    uint firstRow = col0 + gl_SubgroupID * BQ_ROWS;
     [[unroll]] for (uint j = 0; j < BQ_LOADS; ++j) {
         uint i = gl_SubgroupInvocationID + 32u * j;
-        uint n = firstRow + i / BQ_ROW_WORDS;
+        bool inside;
+        uint n = bRow(col0, gl_SubgroupID * BQ_ROWS + i / BQ_ROW_WORDS, inside);
         raw[j] = 0u; // rows past n: zero blocks (d = 0)
-        if (i < BQ_WARP_WORDS && n < p.n) {
+        if (i < BQ_WARP_WORDS && inside) {
             uint w = baseB + n * p.ldb + k0; // the tile row's first weight
             uint word = i % BQ_ROW_WORDS;
             if (B_GROUPED) {
@@ -494,6 +540,34 @@ void storeFragment(ACC_T fragment, uint row, uint col, uint baseC, uint warp)
     subgroupBarrier();
 }
 
+// SWIGLU_C: C = silu(alpha * gate) * (alpha * up) for the two lM x lN
+// fragments of the same outputs at (row, col) of C (beta is 0).
+void storeSwigluFragments(ACC_T gate, ACC_T up, uint row, uint col, uint baseC, uint warp)
+{
+    const uint size = lM * lN;
+    uint scratchBase = warp * 2u * size;
+    coopMatStoreNV(gate, scratch, scratchBase, lN, false);
+    coopMatStoreNV(up, scratch, scratchBase + size, lN, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    for (uint e = gl_SubgroupInvocationID; e < size; e += gl_SubgroupSize) {
+        uint r = row + e / lN;
+        uint c = col + e % lN;
+        if (r < p.m && c < p.n) {
+            float g = p.alpha * uintBitsToFloat(scratch[scratchBase + e]);
+            float value = g / (1.0 + exp(-g)) * (p.alpha * uintBitsToFloat(scratch[scratchBase + size + e]));
+            uint index = baseC + r * p.ldc + c;
+            if (C_TYPE == TYPE_F32) {
+                C32[index] = value;
+            } else {
+                C16[index] = float16_t(value);
+            }
+        }
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+}
+
 void main()
 {
     uint batch = gl_WorkGroupID.z;
@@ -591,5 +665,17 @@ void main()
     // Epilogue through the subgroup's scratch: bounds, alpha, beta, f16.
 #define STORE_FRAGMENT(i, j) storeFragment(acc##i##j, row0 + warpRow + i * lM, col0 + warpCol + j * lN, baseC, warp);
 #define STORE_ROW(i) FOR_N(STORE_FRAGMENT, i)
-    FOR_M(STORE_ROW)
+    // SWIGLU_C: fragment j (< FN / 2) holds the gate of the outputs whose
+    // up fragment j + FN / 2 holds (bRow).
+#define STORE_PAIR(i, j)                                                                   \
+    if (j < FN / 2) {                                                                      \
+        storeSwigluFragments(acc##i##j, ACC(i, UP_J_##j), row0 + warpRow + i * lM,        \
+                             col0 / 2u + warpCol / 2u + j * lN, baseC, warp);               \
+    }
+#define STORE_PAIR_ROW(i) FOR_N(STORE_PAIR, i)
+    if (SWIGLU_C != 0) {
+        FOR_M(STORE_PAIR_ROW)
+    } else {
+        FOR_M(STORE_ROW)
+    }
 }

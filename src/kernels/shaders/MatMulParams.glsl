@@ -8,5 +8,6 @@ layout(push_constant) uniform GemmParams
     uint strideA, strideB, strideC; // between batches
     uint offsetA, offsetB, offsetC;
     float alpha, beta;
+    uint upRowB; // MatMulParams::swigluC: the row of B where the up rows start
 }
 p;

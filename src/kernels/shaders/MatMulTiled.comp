@@ -26,6 +26,10 @@ layout(constant_id = 11) const uint VEC_A = 0;
 layout(constant_id = 12) const uint VEC_B = 0;
 // Two shared tiles: one barrier per tile instead of two.
 layout(constant_id = 13) const uint DOUBLE_BUFFER = 0;
+// MatMulParams::swigluC: C = silu(gate) * up. The tile's columns hold gate
+// rows of B and the up rows of the same outputs (bRow) so that each thread
+// holds both halves of its outputs; a workgroup writes BN / 2 columns of C.
+layout(constant_id = 14) const uint SWIGLU_C = 0;
 
 const uint WG = (BM / TM) * (BN / TN);
 const bool B_QUANT = IS_QUANT_TYPE(B_TYPE);
@@ -84,6 +88,23 @@ vec4 loadChunkB(uint base, uint contiguousIndex, uint otherIndex, uint contiguou
     return v;
 }
 
+// The row of B (transposed: a column of the product) behind column c of the
+// workgroup's tile, whose first column is col0, and whether B has it.
+// SWIGLU_C: a thread's columns (its TN / 4 runs of 4, BN * 4 / TN apart)
+// split into gate and up: with TN = 8 its first run is gate, its second up;
+// with TN = 4 the first two of its run are gate, the last two up.
+uint bRow(uint col0, uint c, out bool inside)
+{
+    if (SWIGLU_C == 0) {
+        inside = col0 + c < p.n;
+        return col0 + c;
+    }
+    bool up = TN == 8 ? c >= BN / 2u : (c & 2u) != 0u;
+    uint column = col0 / 2u + (TN == 8 ? c % (BN / 2u) : c / 4u * 2u + (c & 1u)); // of C
+    inside = column < p.n;
+    return up ? column + p.upRowB : column;
+}
+
 void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
 {
     uint tid = gl_LocalInvocationID.x;
@@ -101,8 +122,10 @@ void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
         [[unroll]] for (uint i = 0; i < B_CHUNKS / 2; ++i) {
             uint g = tid + i * WG;
             uint nn = g / (BK / 8), kk = (g % (BK / 8)) * 8;
-            if (col0 + nn < p.n) {
-                BLoadQ8(B_TYPE, baseB + (col0 + nn) * p.ldb + k0 + kk, stB[2 * i], stB[2 * i + 1]);
+            bool inside;
+            uint row = bRow(col0, nn, inside);
+            if (inside) {
+                BLoadQ8(B_TYPE, baseB + row * p.ldb + k0 + kk, stB[2 * i], stB[2 * i + 1]);
             } else {
                 stB[2 * i] = vec4(0);
                 stB[2 * i + 1] = vec4(0);
@@ -117,7 +140,9 @@ void loadTiles(uint k0, uint row0, uint col0, uint baseA, uint baseB)
             stB[i] = loadChunkB(baseB + (k0 + kk) * p.ldb + col0 + nn, col0 + nn, k0 + kk, p.n, p.k);
         } else { // B[n][k]: chunks along k
             uint nn = c / (BK / 4), kk = (c % (BK / 4)) * 4;
-            stB[i] = loadChunkB(baseB + (col0 + nn) * p.ldb + k0 + kk, k0 + kk, col0 + nn, p.k, p.n);
+            bool inside;
+            uint row = bRow(col0, nn, inside);
+            stB[i] = loadChunkB(baseB + row * p.ldb + k0 + kk, k0 + kk, inside ? 0u : 1u, p.k, 1u);
         }
     }
 }
@@ -228,6 +253,31 @@ void main()
         }
     }
 
+    if (SWIGLU_C != 0) {
+        // Gate and up of each output (bRow): silu(alpha * gate) * (alpha *
+        // up) into C, beta being 0.
+        [[unroll]] for (uint g = 0; g < TM / 4; ++g) {
+            [[unroll]] for (uint i = 0; i < 4; ++i) {
+                uint row = row0 + g * ROW_STEP + tm * 4 + i;
+                [[unroll]] for (uint j = 0; j < 4; ++j) {
+                    uint gateAt = (g * 4 + i) * TN + (TN == 8 ? j : j & 1u);
+                    uint upAt = TN == 8 ? gateAt + 4u : gateAt + 2u;
+                    uint col = col0 / 2u + (TN == 8 ? tn * 4u + j : tn * 2u + (j & 1u));
+                    if (row < p.m && col < p.n && (TN == 8 || j < 2u)) {
+                        float gate = p.alpha * acc[gateAt];
+                        float value = gate / (1.0 + exp(-gate)) * (p.alpha * acc[upAt]);
+                        uint e = baseC + row * p.ldc + col;
+                        if (C_TYPE == TYPE_F32) {
+                            C32[e] = value;
+                        } else {
+                            C16[e] = float16_t(value);
+                        }
+                    }
+                }
+            }
+        }
+        return;
+    }
     bool readC = p.beta != 0.0;
     [[unroll]] for (uint g = 0; g < TM / 4; ++g) {
         [[unroll]] for (uint i = 0; i < 4; ++i) {

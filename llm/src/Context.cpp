@@ -118,11 +118,11 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     // Per token [query | key | value], the columns of one matrix product.
     mQkv = floats(manager, batch * (q + 2 * kv));
     mAttention = floats(manager, batch * q);
-    // Gate and up side by side in each row where the layers hold them in
-    // one tensor (one product of 2 ff columns), else gate alone.
-    mGate = floats(manager, std::max<uint64_t>(batch, 1) * 2 * c.feedForwardLength);
-    mUp = floats(manager, batch * c.feedForwardLength);
-    mHidden = floats(manager, batch * c.feedForwardLength);
+    // mGate, mUp and mHidden (f32) are made by record() for the steps that
+    // need them: decoding (gate and up of one token), models whose gate and
+    // up are apart or whose prompt steps keep f32 rows, and prompt steps on
+    // devices without MatMulParams::swigluC. Llama-8B's prompt steps of 512
+    // f16 rows need none of them (117 MB).
     // Steps of several tokens hand their matrix products f16 rows (the
     // normalized rows and SwiGLU's output): half the bytes each tile load
     // reads; on the H200 the products ran a third faster with f16 weights
@@ -216,8 +216,17 @@ Context::record(Step& s)
     // The rows the products read: f16 in steps of several tokens where the
     // constructor made them.
     const bool half = t > 1 && mNormedHalf;
+    // An f32 activation of at least `count` elements in `slot`: made at its
+    // first use, and made again larger for a longer step (the steps
+    // recorded before keep the one they hold).
+    auto floatsFor = [&](std::shared_ptr<kp::Tensor>& slot, uint64_t count) -> const std::shared_ptr<kp::Tensor>& {
+        if (!slot || slot->size() < count) {
+            slot = floats(manager, count);
+        }
+        return slot;
+    };
     const std::shared_ptr<kp::Tensor>& normed = half ? mNormedHalf : mNormed;
-    const std::shared_ptr<kp::Tensor>& hidden = half ? mHiddenHalf : mHidden;
+    const std::shared_ptr<kp::Tensor>& hidden = half ? mHiddenHalf : floatsFor(mHidden, uint64_t(t) * ff);
     const std::shared_ptr<kp::Tensor>& attended = half ? mAttentionHalf : mAttention;
 
     std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
@@ -435,7 +444,7 @@ Context::record(Step& s)
             // Decoding: gate and up rows in one mat-vec, [gate | up] in mGate.
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
-            normedLinear(w.ffnNorm, gateUp, mGate, "ffn_norm", "ffn_gate_up");
+            normedLinear(w.ffnNorm, gateUp, floatsFor(mGate, 2 * uint64_t(ff)), "ffn_norm", "ffn_gate_up");
             // The down projection's mat-vec reads silu(gate) * up itself
             // (swigluA): one dispatch and one barrier fewer per layer. A
             // device without the mat-vec refuses it: the separate OpSwiGLU.
@@ -485,7 +494,7 @@ Context::record(Step& s)
             }
             DeviceWeight gateUp = w.wGate;
             gateUp.rows = 2 * ff;
-            linear(normed, gateUp, mGate, false, t, 0, "ffn_gate_up");
+            linear(normed, gateUp, floatsFor(mGate, uint64_t(t) * 2 * ff), false, t, 0, "ffn_gate_up");
             swiglu.cols = ff;
             swiglu.upOffset = ff;
             swiglu.gateRowStride = 2 * ff;
@@ -495,8 +504,8 @@ Context::record(Step& s)
                 "swiglu (OpSwiGLU)");
         } else {
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
-            linear(normed, w.wGate, mGate, false, t, 0, "ffn_gate");
-            linear(normed, w.wUp, mUp, false, t, 0, "ffn_up");
+            linear(normed, w.wGate, floatsFor(mGate, uint64_t(t) * ff), false, t, 0, "ffn_gate");
+            linear(normed, w.wUp, floatsFor(mUp, uint64_t(t) * ff), false, t, 0, "ffn_up");
             add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, hidden }, swiglu),
                 "swiglu (OpSwiGLU)");
         }

@@ -667,6 +667,31 @@ TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
     }
 }
 
+// The activations only some steps need (f32 gate and up, SwiGLU's output)
+// are made when a step first needs them and made again, larger, for a
+// longer step: a decode step, then a prompt step of 6 tokens (which, with
+// gemm-swiglu off, needs 6 rows of gate and up where decoding needed one),
+// then decoding again, each against the host's logits.
+TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
+{
+    const ModelConfig c = superBlockConfig();
+    const TensorType type = TensorType::eF16;
+    const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+    auto model = Model::random(mgr(), c, type, kSeed);
+    for (const char* disabled : { static_cast<const char*>(nullptr), "gemm-swiglu" }) {
+        SCOPED_TRACE(disabled ? disabled : "default");
+        kp_test::DisablePaths disable(disabled);
+        Context context(model, ContextOptions{ 32, 512, true, 0 });
+        std::vector<float> logits;
+        context.evaluate({ kPrompt[0] }, Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, 0), tolerance(type));
+        context.evaluate(std::vector<uint32_t>(kPrompt.begin() + 1, kPrompt.begin() + 7), Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, 6), tolerance(type));
+        context.evaluate({ kPrompt[7] }, Logits::eLast, &logits);
+        EXPECT_LT(relativeError(logits, expected, 7), tolerance(type));
+    }
+}
+
 // Decode steps with the RMSNorms inside the mat-vecs that read them
 // (MatMulParams::normA): F16 weights in the float row mode, Q8_0 and Q4_0
 // in the int-dot quantized-x mode (rows of 256 weights; "matvec-float"

@@ -277,7 +277,9 @@ class Context
     uint32_t mPosition = 0;
 
     // Inputs (written by the host before each step), activations (shared
-    // by every step, sized for a full batch), the KV cache, the outputs.
+    // by every step, sized for a full batch; mGate, mUp and mHidden made by
+    // record() where a step needs them, for the longest such step), the KV
+    // cache, the outputs.
     std::shared_ptr<kp::TensorT<uint32_t>> mIds, mPositions, mArgmax;
     std::shared_ptr<kp::Tensor> mX, mNormed, mQkv, mAttention, mGate, mUp, mHidden;
     // f16 rows for the products of steps of several tokens (null where

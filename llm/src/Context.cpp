@@ -40,6 +40,19 @@ ropeInsideEverywhere()
     return false;
 }
 
+/** The product with a fused option (normA, swigluA, swigluC, ropeC), or
+ * null where the device or the library refuses it: the caller then records
+ * the operations it replaces. */
+std::shared_ptr<kp::OpMatMul>
+fusedMatMul(const std::vector<std::shared_ptr<kp::Memory>>& tensors, const kp::MatMulParams& p)
+{
+    try {
+        return std::make_shared<kp::OpMatMul>(tensors, p);
+    } catch (const kp::Error&) {
+        return nullptr;
+    }
+}
+
 using MemoryTypes = kp::Memory::MemoryTypes;
 using DataTypes = kp::Memory::DataTypes;
 
@@ -226,7 +239,11 @@ Context::record(Step& s)
         return slot;
     };
     const std::shared_ptr<kp::Tensor>& normed = half ? mNormedHalf : mNormed;
-    const std::shared_ptr<kp::Tensor>& hidden = half ? mHiddenHalf : floatsFor(mHidden, uint64_t(t) * ff);
+    // SwiGLU's output (made where a step first writes it: a decode step
+    // whose down projection reads silu(gate) * up itself never does).
+    auto hidden = [&]() -> const std::shared_ptr<kp::Tensor>& {
+        return half ? mHiddenHalf : floatsFor(mHidden, uint64_t(t) * ff);
+    };
     const std::shared_ptr<kp::Tensor>& attended = half ? mAttentionHalf : mAttention;
 
     std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
@@ -276,13 +293,7 @@ Context::record(Step& s)
             p.normA = true;
             p.normEps = c.rmsEpsilon;
             p.normOffset = norm.offset;
-            std::shared_ptr<kp::OpMatMul> fused;
-            try {
-                fused = std::make_shared<kp::OpMatMul>(
-                  std::vector<std::shared_ptr<kp::Memory>>{ mX, w.tensor, y, norm.tensor }, p);
-            } catch (const kp::Error&) {
-            }
-            if (fused) {
+            if (auto fused = fusedMatMul({ mX, w.tensor, y, norm.tensor }, p)) {
                 add(fused, label + " (OpMatMul, " + normLabel + " inside)");
                 return;
             }
@@ -352,13 +363,8 @@ Context::record(Step& s)
         p.ropeC = true;
         std::vector<std::shared_ptr<kp::Memory>> tensors{ mX, all.tensor, mQkv, w.attnNorm.tensor };
         p.rope = ropeParams(w, layer, tensors);
-        std::shared_ptr<kp::OpMatMul> product;
-        try {
-            product = std::make_shared<kp::OpMatMul>(tensors, p);
-        } catch (const kp::Error&) {
-            return false;
-        }
-        if (product->path() != "matvec" && !ropeInsideEverywhere()) {
+        std::shared_ptr<kp::OpMatMul> product = fusedMatMul(tensors, p);
+        if (!product || (product->path() != "matvec" && !ropeInsideEverywhere())) {
             return false;
         }
         add(product, "attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)");
@@ -451,17 +457,12 @@ Context::record(Step& s)
             kp::MatMulParams down = linearParams(w.wDown, true, 1, ff, 0, 0);
             down.swigluA = true;
             down.gateOffsetA = 0;
-            std::shared_ptr<kp::OpMatMul> fused;
-            try {
-                fused = std::make_shared<kp::OpMatMul>(mGate, w.wDown.tensor, mX, down);
-            } catch (const kp::Error&) {
-            }
-            if (fused) {
+            if (auto fused = fusedMatMul({ mGate, w.wDown.tensor, mX }, down)) {
                 add(fused, "ffn_down_swiglu (OpMatMul)");
                 continue; // the layer's last operation
             }
             swiglu.upOffset = ff;
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden },
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden() },
                                                swiglu),
                 "swiglu (OpSwiGLU)");
         } else if (w.wGate.tensor == w.wUp.tensor) {
@@ -482,34 +483,28 @@ Context::record(Step& s)
             gateUpSwiglu.swigluC = true;
             // (The offsets count weights, rows of cols: Model::place joins them.)
             gateUpSwiglu.upRowB = static_cast<uint32_t>((w.wUp.offset - w.wGate.offset) / w.wGate.cols);
-            std::shared_ptr<kp::OpMatMul> fused;
-            try {
-                fused = std::make_shared<kp::OpMatMul>(normed, w.wGate.tensor, hidden, gateUpSwiglu);
-            } catch (const kp::Error&) {
-            }
-            if (fused) {
+            if (auto fused = fusedMatMul({ normed, w.wGate.tensor, hidden() }, gateUpSwiglu)) {
                 add(fused, "ffn_gate_up_swiglu (OpMatMul)");
-                linear(hidden, w.wDown, mX, true, t, 0, "ffn_down");
-                continue; // the layer's last operation
+            } else {
+                DeviceWeight gateUp = w.wGate;
+                gateUp.rows = 2 * ff;
+                linear(normed, gateUp, floatsFor(mGate, uint64_t(t) * 2 * ff), false, t, 0, "ffn_gate_up");
+                swiglu.cols = ff;
+                swiglu.upOffset = ff;
+                swiglu.gateRowStride = 2 * ff;
+                swiglu.upRowStride = 2 * ff;
+                add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden() },
+                                                   swiglu),
+                    "swiglu (OpSwiGLU)");
             }
-            DeviceWeight gateUp = w.wGate;
-            gateUp.rows = 2 * ff;
-            linear(normed, gateUp, floatsFor(mGate, uint64_t(t) * 2 * ff), false, t, 0, "ffn_gate_up");
-            swiglu.cols = ff;
-            swiglu.upOffset = ff;
-            swiglu.gateRowStride = 2 * ff;
-            swiglu.upRowStride = 2 * ff;
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mGate, hidden },
-                                               swiglu),
-                "swiglu (OpSwiGLU)");
         } else {
             rmsNorm(mX, w.ffnNorm, normed, "ffn_norm");
             linear(normed, w.wGate, floatsFor(mGate, uint64_t(t) * ff), false, t, 0, "ffn_gate");
             linear(normed, w.wUp, floatsFor(mUp, uint64_t(t) * ff), false, t, 0, "ffn_up");
-            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, hidden }, swiglu),
+            add(std::make_shared<kp::OpSwiGLU>(std::vector<std::shared_ptr<kp::Memory>>{ mGate, mUp, hidden() }, swiglu),
                 "swiglu (OpSwiGLU)");
         }
-        linear(hidden, w.wDown, mX, true, t, 0, "ffn_down");
+        linear(hidden(), w.wDown, mX, true, t, 0, "ffn_down");
     }
 
     if (s.output != Output::eNone) {

@@ -12,6 +12,11 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : enable
 
+// silu(g) = g / (1 + e^-g): the SwiGLU of the mat-vec's x (swigluA) and of
+// the GEMMs' C (swigluC).
+float silu(float g) { return g / (1.0 + exp(-g)); }
+vec4 silu(vec4 g) { return g / (1.0 + exp(-g)); }
+
 // Element types (src/kernels/MatMul.cpp mirrors these values).
 const uint TYPE_F32 = 0u;
 const uint TYPE_F16 = 1u;

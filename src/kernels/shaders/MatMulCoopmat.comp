@@ -555,7 +555,7 @@ void storeSwigluFragments(ACC_T gate, ACC_T up, uint row, uint col, uint baseC, 
         uint c = col + e % lN;
         if (r < p.m && c < p.n) {
             float g = p.alpha * uintBitsToFloat(scratch[scratchBase + e]);
-            float value = g / (1.0 + exp(-g)) * (p.alpha * uintBitsToFloat(scratch[scratchBase + size + e]));
+            float value = silu(g) * (p.alpha * uintBitsToFloat(scratch[scratchBase + size + e]));
             uint index = baseC + r * p.ldc + c;
             if (C_TYPE == TYPE_F32) {
                 C32[index] = value;

@@ -264,8 +264,7 @@ void main()
                     uint upAt = TN == 8 ? gateAt + 4u : gateAt + 2u;
                     uint col = col0 / 2u + (TN == 8 ? tn * 4u + j : tn * 2u + (j & 1u));
                     if (row < p.m && col < p.n && (TN == 8 || j < 2u)) {
-                        float gate = p.alpha * acc[gateAt];
-                        float value = gate / (1.0 + exp(-gate)) * (p.alpha * acc[upAt]);
+                        float value = silu(p.alpha * acc[gateAt]) * (p.alpha * acc[upAt]);
                         uint e = baseC + row * p.ldc + col;
                         if (C_TYPE == TYPE_F32) {
                             C32[e] = value;

@@ -315,8 +315,6 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
 // x as the modes read it: the operand, or with X_GLU the SwiGLU of two
 // vectors of it, silu(gate) * up (an LLM's feed-forward activation fused
 // into its down projection), the gate xGateDelta elements from the up.
-float silu(float g) { return g / (1.0 + exp(-g)); }
-vec4 silu(vec4 g) { return g / (1.0 + exp(-g)); }
 
 float xAt(uint base, uint i)
 {

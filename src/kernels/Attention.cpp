@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <tuple>
 
@@ -122,6 +124,30 @@ struct FlashDecode
     std::string variant;
 };
 
+// KOMPUTE_ENV_ATTENTION_DECODE=local:rowsPerPass replaces the subgroup
+// decode kernel's local size and rows per row slot and pass (a tuning knob,
+// so that kompute-bench and kompute-llm measure each without a rebuild). A
+// value that does not parse or fit is reported and ignored.
+void
+overrideFlashDecode(uint32_t& local, uint32_t& rowsPerPass, const kernels::DeviceCaps& caps)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_ATTENTION_DECODE");
+    if (!text || !*text) {
+        return;
+    }
+    unsigned l = 0, rpt = 0;
+    char end = 0;
+    if (std::sscanf(text, "%u:%u%c", &l, &rpt, &end) != 2 || l == 0 || l > caps.maxInvocations ||
+        l % caps.subgroupSize != 0 || rpt == 0 || rpt > 16) {
+        KP_LOG_WARN("KOMPUTE_ENV_ATTENTION_DECODE={} is ignored: expected local:rowsPerPass, the local size a multiple "
+                    "of the subgroup size ({}) up to {}, 1-16 rows, e.g. 256:4",
+                    text, caps.subgroupSize, caps.maxInvocations);
+        return;
+    }
+    local = l;
+    rowsPerPass = rpt;
+}
+
 /** The subgroup decode kernel's configuration, or nothing where it does
  * not run: without subgroup shuffles on full subgroups, where the lanes'
  * registers would not hold a group's queries and outputs (more than 32
@@ -133,7 +159,13 @@ flashDecode(const Checker& check, const AttentionParams& p, kernels::StorageType
 {
     const auto& caps = check.caps();
     FlashDecode f;
-    f.local = caps.localSize(128);
+    // 256 invocations, 4 rows per row slot and pass (below): on the H100
+    // kompute-bench's decode ran a context of 128 in 7.49 us against 8.35
+    // with 128 invocations and 8 rows, one of 4096 in 15.01 against 16.38-16.61
+    // (40.8% of the copy bandwidth against 37.4%), and tg128 Q4_0 363.6 t/s
+    // against 356.3-357.2 (docs/performance.md, eleventh session); 256 x 8
+    // and 512 x 4 were between the two.
+    f.local = caps.localSize(256);
     uint32_t sg = caps.subgroupSize;
     if (!caps.useSubgroups() || !caps.subgroupShuffle || caps.isDisabled("attention-decode-flash") || sg < 1 ||
         sg > f.local || f.local % sg != 0) {
@@ -154,8 +186,9 @@ flashDecode(const Checker& check, const AttentionParams& p, kernels::StorageType
     if (group * f.vecsPerLane > 32) {
         return std::nullopt;
     }
-    // At most 32 scores (rows x heads) per lane and pass, 8 rows.
-    f.rowsPerPass = std::max(1u, std::min(8u, 32u / group));
+    // At most 32 scores (rows x heads) per lane and pass, 4 rows.
+    f.rowsPerPass = std::max(1u, std::min(4u, 32u / group));
+    overrideFlashDecode(f.local, f.rowsPerPass, caps);
     // The final merge holds each subgroup's outputs in shared memory: fewer
     // subgroups where they do not fit.
     auto shared = [&] { return uint64_t(f.local / sg) * group * (vecs * 16 + 8) + 16; };

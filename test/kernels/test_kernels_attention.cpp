@@ -514,6 +514,48 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
         { 8, 2, 32, DataTypes::eHalf, 8, 0, 0 },     // 4 lanes per row
         { 4, 4, 16, DataTypes::eFloat, 4, 0, 16 },   // 4 lanes per row, f32, small splits
     };
+    // One shape and context length on the kernel the library picks, or
+    // with attention-decode-flash disabled on the split kernel.
+    auto check = [&](const Shape& shape, uint32_t length, const char* disabled) {
+        SCOPED_TRACE(shortName(shape.type) + " heads " + std::to_string(shape.heads) + "/" +
+                     std::to_string(shape.kvHeads) + " x " + std::to_string(shape.headDim) + " kvOffset " +
+                     std::to_string(shape.kvOffset) + " chunk " + std::to_string(shape.decodeChunk) + " context " +
+                     std::to_string(length) + (disabled ? " split kernel" : ""));
+        kp::AttentionParams p;
+        p.rows = 2;
+        p.heads = shape.heads;
+        p.kvHeads = shape.kvHeads;
+        p.headDim = shape.headDim;
+        p.kvCapacity = length + 3;
+        p.kvOffset = shape.kvOffset;
+        p.kvRowStride = shape.kvHeads * shape.headDim + shape.rowPadding;
+        p.positionsOffset = 1;
+        p.decodeChunk = shape.decodeChunk;
+        p.scale = 0.5f;
+        // Row 0 attends to the whole context, row 1 to about half.
+        std::vector<uint32_t> positions = { 7777, length - 1, (length - 1) / 2 };
+        size_t cacheSize = shape.kvOffset + size_t(p.kvCapacity) * p.kvRowStride;
+        auto kv = roundTo(shape.type, randomValues(cacheSize, 40 + length, -1.0f, 1.0f));
+        auto vv = roundTo(shape.type, randomValues(cacheSize, 50 + length, -1.0f, 1.0f));
+        for (size_t i = shape.kvOffset + size_t(length) * p.kvRowStride; i < cacheSize; ++i) {
+            kv[i] = vv[i] = std::nanf("");
+        }
+        auto qv = randomValues(size_t(p.rows) * p.heads * p.headDim, 60 + length, -1.0f, 1.0f);
+        auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
+        auto k = floatTensor(mgr(), shape.type, kv);
+        auto v = floatTensor(mgr(), shape.type, vv);
+        auto pos = mgr().tensorT<uint32_t>(positions);
+        auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
+        std::shared_ptr<kp::OpAttention> op;
+        {
+            DisablePaths paths(disabled);
+            op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
+        }
+        EXPECT_EQ(op->path(), disabled ? "decode-split-subgroup" : "decode-flash-subgroup");
+        runOp(mgr(), { q, k, v, pos }, op, { out });
+        auto expected = hostAttention(qv, kv, vv, { positions[1], positions[2] }, p);
+        EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+    };
     const uint32_t lengths[] = { 1, 2, 31, 33, 64, 65, 129, 257, 1000, 4096 };
     for (const auto& shape : shapes) {
         for (uint32_t length : lengths) {
@@ -521,44 +563,20 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
                 if (disabled != nullptr && length != 1000) {
                     continue; // the split kernel: one length of each shape here, the others below
                 }
-                SCOPED_TRACE(shortName(shape.type) + " heads " + std::to_string(shape.heads) + "/" +
-                             std::to_string(shape.kvHeads) + " x " + std::to_string(shape.headDim) + " kvOffset " +
-                             std::to_string(shape.kvOffset) + " chunk " + std::to_string(shape.decodeChunk) +
-                             " context " + std::to_string(length) + (disabled ? " split kernel" : ""));
-                kp::AttentionParams p;
-                p.rows = 2;
-                p.heads = shape.heads;
-                p.kvHeads = shape.kvHeads;
-                p.headDim = shape.headDim;
-                p.kvCapacity = length + 3;
-                p.kvOffset = shape.kvOffset;
-                p.kvRowStride = shape.kvHeads * shape.headDim + shape.rowPadding;
-                p.positionsOffset = 1;
-                p.decodeChunk = shape.decodeChunk;
-                p.scale = 0.5f;
-                // Row 0 attends to the whole context, row 1 to about half.
-                std::vector<uint32_t> positions = { 7777, length - 1, (length - 1) / 2 };
-                size_t cacheSize = shape.kvOffset + size_t(p.kvCapacity) * p.kvRowStride;
-                auto kv = roundTo(shape.type, randomValues(cacheSize, 40 + length, -1.0f, 1.0f));
-                auto vv = roundTo(shape.type, randomValues(cacheSize, 50 + length, -1.0f, 1.0f));
-                for (size_t i = shape.kvOffset + size_t(length) * p.kvRowStride; i < cacheSize; ++i) {
-                    kv[i] = vv[i] = std::nanf("");
-                }
-                auto qv = randomValues(size_t(p.rows) * p.heads * p.headDim, 60 + length, -1.0f, 1.0f);
-                auto q = floatTensor(mgr(), DataTypes::eFloat, qv);
-                auto k = floatTensor(mgr(), shape.type, kv);
-                auto v = floatTensor(mgr(), shape.type, vv);
-                auto pos = mgr().tensorT<uint32_t>(positions);
-                auto out = floatTensor(mgr(), DataTypes::eFloat, std::vector<float>(qv.size(), 0.0f));
-                std::shared_ptr<kp::OpAttention> op;
-                {
-                    DisablePaths paths(disabled);
-                    op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
-                }
-                EXPECT_EQ(op->path(), disabled ? "decode-split-subgroup" : "decode-flash-subgroup");
-                runOp(mgr(), { q, k, v, pos }, op, { out });
-                auto expected = hostAttention(qv, kv, vv, { positions[1], positions[2] }, p);
-                EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
+                check(shape, length, disabled);
+            }
+        }
+    }
+    // The subgroup kernel's other local sizes and rows per pass
+    // (KOMPUTE_ENV_ATTENTION_DECODE, the tuning knob; the default is 256:4):
+    // the previous default, fewer and more of each, and a value that is
+    // ignored (no multiple of the subgroup size).
+    for (const char* setting : { "128:8", "64:2", "512:16", "33:4" }) {
+        SCOPED_TRACE(std::string("KOMPUTE_ENV_ATTENTION_DECODE=") + setting);
+        ScopedEnv env("KOMPUTE_ENV_ATTENTION_DECODE", setting);
+        for (size_t i : { 0, 2, 5 }) {
+            for (uint32_t length : { 65u, 257u, 1000u }) {
+                check(shapes[i], length, nullptr);
             }
         }
     }

@@ -164,7 +164,8 @@ flashDecode(const Checker& check, const AttentionParams& p, kernels::StorageType
     // with 128 invocations and 8 rows, one of 4096 in 15.01 against 16.38-16.61
     // (40.8% of the copy bandwidth against 37.4%), and tg128 Q4_0 363.6 t/s
     // against 356.3-357.2 (docs/performance.md, eleventh session); 256 x 8
-    // and 512 x 4 were between the two.
+    // was as fast at 128 and slower at 4096 (15.55), 512 x 4 no faster than
+    // 128 x 8 at 128 (8.35).
     f.local = caps.localSize(256);
     uint32_t sg = caps.subgroupSize;
     if (!caps.useSubgroups() || !caps.subgroupShuffle || caps.isDisabled("attention-decode-flash") || sg < 1 ||

@@ -1388,12 +1388,14 @@ main(int argc, char** argv)
                 }
             }
             for (const GemmProblem& g : products) {
-                GemmData data(ctx, g);
-                // Making the host data idles the GPU for seconds: the first
-                // row ran at 40% of its speed after the short warm-up alone.
-                if (busy > 0) {
-                    warmUp.run(1.0);
-                }
+                // The product's rows first: a product none of whose rows the
+                // filter selects makes no data (the 8192^3 one's alone take
+                // seconds of host work and device memory).
+                struct PipelineRow {
+                    CoopmatConfig config;
+                    std::string label;
+                };
+                std::vector<PipelineRow> rows;
                 bool quant = isQuantized(g.b);
                 for (auto c : pipelineTiles) {
                     if (quant && c.bk != 64) {
@@ -1415,21 +1417,39 @@ main(int argc, char** argv)
                             !coopmatProblem(c, ctx.view).empty()) {
                             continue;
                         }
-                        GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !quant };
-                        uint32_t tile[2] = { c.bm, c.bn };
-                        auto spec = coopmatSpecialization(c, v, false);
-                        std::string label = "pipeline " + coopmatLabel("nv", g, c) + (c.doubleBuffer ? " db" : " sb") +
-                                            (quant ? (words ? " words" : " chunks") : "");
-                        for (uint32_t part : { 0u, 1u, 2u, 3u }) {
-                            if (quant && part != 0) {
-                                continue; // the multiply-adds are the f16 products'
-                            }
-                            spec[20] = part; // TIMING_PART
-                            warm();
-                            runGemm(ctx, options,
-                                    label + (part ? " part " + std::to_string(part) + " (timing only)" : ""), g, data,
-                                    coopmatSpirv(c, false, false), spec, tile, true, part != 0);
+                        rows.push_back({ c, "pipeline " + coopmatLabel("nv", g, c) + (c.doubleBuffer ? " db" : " sb") +
+                                                (quant ? (words ? " words" : " chunks") : "") });
+                    }
+                }
+                bool anySelected = false;
+                for (const PipelineRow& row : rows) {
+                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
+                        anySelected = anySelected ||
+                                      options.selects(row.label + (part ? " part " + std::to_string(part) : ""));
+                    }
+                }
+                if (!anySelected) {
+                    continue;
+                }
+                GemmData data(ctx, g);
+                // Making the host data idles the GPU for seconds: the first
+                // row ran at 40% of its speed after the short warm-up alone.
+                if (busy > 0) {
+                    warmUp.run(1.0);
+                }
+                for (const PipelineRow& row : rows) {
+                    GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !quant };
+                    uint32_t tile[2] = { row.config.bm, row.config.bn };
+                    auto spec = coopmatSpecialization(row.config, v, false);
+                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
+                        if (quant && part != 0) {
+                            continue; // the multiply-adds are the f16 products'
                         }
+                        spec[20] = part; // TIMING_PART
+                        warm();
+                        runGemm(ctx, options,
+                                row.label + (part ? " part " + std::to_string(part) + " (timing only)" : ""), g, data,
+                                coopmatSpirv(row.config, false, false), spec, tile, true, part != 0);
                     }
                 }
                 data.release(ctx);

@@ -2,7 +2,9 @@
 // Bindings of the kernel library (include/kompute/kernels/): every
 // operation takes its tensors as a list and its parameters as keyword
 // arguments named as the C++ params fields in snake_case, e.g.
-// kp.OpRMSNorm([x, w, y], rows=32, cols=4096, eps=1e-6).
+// kp.OpRMSNorm([x, w, y], rows=32, cols=4096, eps=1e-6); a nested params
+// struct is a class of its own taking the same keywords (OpMatMul's rope,
+// a kp.RoPECacheParams, as kp.OpRoPECache takes them).
 #include "common.hpp"
 
 #include <nanobind/stl/shared_ptr.h>
@@ -10,6 +12,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <tuple>
 
 namespace kp {
 namespace python {
@@ -301,6 +304,62 @@ bindRows(nb::module_& m)
         "tensors: [x, weight, bias, y], [x, weight, y] or [x, y]. Row strides of 0: cols.");
 }
 
+/** RoPECacheParams from its fields in order: what kp.RoPECacheParams and
+ * kp.OpRoPECache make of their keyword arguments (ropeCacheArgs). */
+RoPECacheParams
+ropeCacheParams(uint32_t rows, uint32_t heads, uint32_t kvHeads, uint32_t headDim, uint32_t ropeDims, float theta,
+                float freqScale, RoPEMode mode, bool hasFreqFactors, bool hasBias, uint32_t qkvRowStride,
+                uint64_t qkvOffset, uint32_t cacheRowStride, uint64_t cacheOffset, uint64_t positionsOffset,
+                uint64_t freqFactorsOffset, uint64_t biasOffset)
+{
+    return RoPECacheParams{ rows, heads, kvHeads, headDim, ropeDims, theta, freqScale, mode, hasFreqFactors,
+                            hasBias, qkvRowStride, qkvOffset, cacheRowStride, cacheOffset, positionsOffset,
+                            freqFactorsOffset, biasOffset };
+}
+
+/** The __init__s of kp.RoPECacheParams and kp.OpRoPECache, taking
+ * ropeCacheParams' arguments. */
+template<typename Make>
+struct RoPECacheInits;
+template<typename... Fields>
+struct RoPECacheInits<RoPECacheParams (*)(Fields...)>
+{
+    static void params(RoPECacheParams* self, Fields... fields)
+    {
+        new (self) RoPECacheParams(ropeCacheParams(fields...));
+    }
+    static void op(OpRoPECache* self, const MemoryList& tensors, Fields... fields)
+    {
+        construct(self, tensors, ropeCacheParams(fields...));
+    }
+};
+using RoPECacheInit = RoPECacheInits<decltype(&ropeCacheParams)>;
+
+/** ropeCacheParams' arguments as keywords (after kp.RoPEMode is bound: a
+ * default is one). */
+auto
+ropeCacheArgs()
+{
+    return std::make_tuple(nb::kw_only(),
+                           "rows"_a = 1,
+                           "heads"_a = 1,
+                           "kv_heads"_a = 1,
+                           "head_dim"_a,
+                           "rope_dims"_a = 0,
+                           "theta"_a = 10000.0f,
+                           "freq_scale"_a = 1.0f,
+                           "mode"_a = RoPEMode::eNormal,
+                           "has_freq_factors"_a = false,
+                           "has_bias"_a = false,
+                           "qkv_row_stride"_a = 0,
+                           "qkv_offset"_a = 0,
+                           "cache_row_stride"_a = 0,
+                           "cache_offset"_a = 0,
+                           "positions_offset"_a = 0,
+                           "freq_factors_offset"_a = 0,
+                           "bias_offset"_a = 0);
+}
+
 void
 bindTransformer(nb::module_& m)
 {
@@ -344,7 +403,31 @@ bindTransformer(nb::module_& m)
         "rope_dims/2 divisors (Llama 3.1's rope_freqs) divides pair i's angle by freq_factors[i]. "
         "rope_dims = 0: head_dim; row strides of 0: heads * head_dim.");
 
-    nb::class_<OpRoPECache, KernelOp>(
+    nb::class_<RoPECacheParams> ropeCacheParamsClass(
+      m,
+      "RoPECacheParams",
+      "kp.OpRoPECache's parameters, for kp.OpMatMul(rope_c=True, rope=...): the same keyword arguments and "
+      "defaults as kp.OpRoPECache, and a field of each (RoPECacheParams in C++).");
+    ropeCacheParamsClass.def_rw("rows", &RoPECacheParams::rows, "tokens (rows of qkv)")
+      .def_rw("heads", &RoPECacheParams::heads, "query heads per row")
+      .def_rw("kv_heads", &RoPECacheParams::kvHeads, "key heads per row, and value heads")
+      .def_rw("head_dim", &RoPECacheParams::headDim, "values per head")
+      .def_rw("rope_dims", &RoPECacheParams::ropeDims, "even, <= head_dim; 0: head_dim")
+      .def_rw("theta", &RoPECacheParams::theta, "the frequency base")
+      .def_rw("freq_scale", &RoPECacheParams::freqScale, "positions are multiplied by it (linear scaling)")
+      .def_rw("mode", &RoPECacheParams::mode, "which values form pairs")
+      .def_rw("has_freq_factors", &RoPECacheParams::hasFreqFactors, "a freq_factors tensor follows the caches")
+      .def_rw("has_bias", &RoPECacheParams::hasBias, "a bias tensor follows (after freq_factors when both)")
+      .def_rw("qkv_row_stride", &RoPECacheParams::qkvRowStride, "0: (heads + 2 kv_heads) * head_dim")
+      .def_rw("qkv_offset", &RoPECacheParams::qkvOffset, "first element of qkv")
+      .def_rw("cache_row_stride", &RoPECacheParams::cacheRowStride,
+              "elements between cache rows; 0: kv_heads * head_dim")
+      .def_rw("cache_offset", &RoPECacheParams::cacheOffset, "first element of row 0 of either cache")
+      .def_rw("positions_offset", &RoPECacheParams::positionsOffset, "first element of positions")
+      .def_rw("freq_factors_offset", &RoPECacheParams::freqFactorsOffset,
+              "first element of freq_factors (when given)")
+      .def_rw("bias_offset", &RoPECacheParams::biasOffset, "first element of bias (when given)");
+    nb::class_<OpRoPECache, KernelOp> ropeCache(
       m,
       "OpRoPECache",
       "RoPE and the KV-cache write of a transformer layer in one dispatch. qkv is [rows][heads + 2 kv_heads]"
@@ -353,41 +436,18 @@ bindTransformer(nb::module_& m)
       "row positions[r] of value_cache (rows [kv_heads][head_dim] at cache_offset + positions[r] * "
       "cache_row_stride; a row that would not fit is skipped); qkv's key and value heads are left as they "
       "were. Rotation as kp.OpRoPE. With a bias (float32, (heads + 2 kv_heads) * head_dim values) it is "
-      "added to every row first. qkv float32 or float16; caches float32, float16 or bfloat16 (one type).")
-      .def(
-        "__init__",
-        [](OpRoPECache* self, const MemoryList& tensors, uint32_t rows, uint32_t heads, uint32_t kvHeads,
-           uint32_t headDim, uint32_t ropeDims, float theta, float freqScale, RoPEMode mode, bool hasFreqFactors,
-           bool hasBias, uint32_t qkvRowStride, uint64_t qkvOffset, uint32_t cacheRowStride, uint64_t cacheOffset,
-           uint64_t positionsOffset, uint64_t freqFactorsOffset, uint64_t biasOffset) {
-            construct(self, tensors,
-                      RoPECacheParams{ rows, heads, kvHeads, headDim, ropeDims, theta, freqScale, mode, hasFreqFactors,
-                                       hasBias, qkvRowStride, qkvOffset, cacheRowStride, cacheOffset,
-                                       positionsOffset, freqFactorsOffset, biasOffset });
-        },
-        "tensors"_a,
-        nb::kw_only(),
-        "rows"_a = 1,
-        "heads"_a = 1,
-        "kv_heads"_a = 1,
-        "head_dim"_a,
-        "rope_dims"_a = 0,
-        "theta"_a = 10000.0f,
-        "freq_scale"_a = 1.0f,
-        "mode"_a = RoPEMode::eNormal,
-        "has_freq_factors"_a = false,
-        "has_bias"_a = false,
-        "qkv_row_stride"_a = 0,
-        "qkv_offset"_a = 0,
-        "cache_row_stride"_a = 0,
-        "cache_offset"_a = 0,
-        "positions_offset"_a = 0,
-        "freq_factors_offset"_a = 0,
-        "bias_offset"_a = 0,
-        keepGil,
-        "tensors: [qkv, positions, key_cache, value_cache], then freq_factors if has_freq_factors, then "
-        "bias if has_bias. rope_dims = 0: head_dim; qkv_row_stride = 0: (heads + 2 kv_heads) * head_dim; "
-        "cache_row_stride = 0: kv_heads * head_dim.");
+      "added to every row first. qkv float32 or float16; caches float32, float16 or bfloat16 (one type).");
+    // Both take RoPECacheParams' fields as keyword arguments (ropeCacheArgs).
+    std::apply(
+      [&](const auto&... args) {
+          ropeCacheParamsClass.def("__init__", &RoPECacheInit::params, args...,
+                                   "The fields as keyword arguments (head_dim required).");
+          ropeCache.def("__init__", &RoPECacheInit::op, "tensors"_a, args..., keepGil,
+                        "tensors: [qkv, positions, key_cache, value_cache], then freq_factors if has_freq_factors, "
+                        "then bias if has_bias. rope_dims = 0: head_dim; qkv_row_stride = 0: (heads + 2 kv_heads) "
+                        "* head_dim; cache_row_stride = 0: kv_heads * head_dim.");
+      },
+      ropeCacheArgs());
 
     nb::class_<OpSetRows, KernelOp>(
       m,
@@ -501,13 +561,19 @@ bindMatMul(nb::module_& m)
       "bfloat16; B: the same, or a uint8 tensor of GGUF blocks (format_b, stored [n][k], trans_b=True); "
       "C: float32 or float16. Row-major matrices inside 1-D tensors; leading dimensions, strides and "
       "offsets count elements (weights for quantized B); 0 means packed. path() names the kernel chosen "
-      "('tiled', 'matvec', 'matvec-int-dot', 'coopmat-nv', 'coopmat-khr', 'coopmat-khr-bf16').")
+      "('tiled', 'matvec', 'matvec-int-dot', 'coopmat-nv', 'coopmat-khr', 'coopmat-khr-bf16'). The fused "
+      "forms of an LLM's layers (swiglu_a, norm_a, rope_c, swiglu_c; see __init__) save a dispatch each; "
+      "where one does not apply (shape, path, device) it is refused with a kp.Error naming why.")
       .def(
         "__init__",
         [](OpMatMul* self, const MemoryList& tensors, uint32_t m, uint32_t n, uint32_t k, bool transA, bool transB,
            float alpha, float beta, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t batch, uint64_t strideA,
            uint64_t strideB, uint64_t strideC, uint64_t offsetA, uint64_t offsetB, uint64_t offsetC,
-           WeightFormat formatB) {
+           WeightFormat formatB, bool swigluA, uint64_t gateOffsetA, bool normA, float normEps, uint64_t normOffset,
+           bool ropeC, const RoPECacheParams* rope, bool swigluC, uint32_t upRowB) {
+            if (ropeC && !rope) {
+                throw Error("OpMatMul: rope_c needs rope=kp.RoPECacheParams(...) (the rotation and the caches)");
+            }
             MatMulParams p;
             p.m = m;
             p.n = n;
@@ -527,6 +593,17 @@ bindMatMul(nb::module_& m)
             p.offsetB = offsetB;
             p.offsetC = offsetC;
             p.formatB = formatB;
+            p.swigluA = swigluA;
+            p.gateOffsetA = gateOffsetA;
+            p.normA = normA;
+            p.normEps = normEps;
+            p.normOffset = normOffset;
+            p.ropeC = ropeC;
+            if (rope) {
+                p.rope = *rope;
+            }
+            p.swigluC = swigluC;
+            p.upRowB = upRowB;
             construct(self, tensors, p);
         },
         "tensors"_a,
@@ -549,8 +626,37 @@ bindMatMul(nb::module_& m)
         "offset_b"_a = 0,
         "offset_c"_a = 0,
         "format_b"_a = WeightFormat::eNone,
+        "swiglu_a"_a = false,
+        "gate_offset_a"_a = 0,
+        "norm_a"_a = false,
+        "norm_eps"_a = 1e-5, // (double: the signature shows 1e-05)
+        "norm_offset"_a = 0,
+        "rope_c"_a = false,
+        "rope"_a.none() = nb::none(),
+        "swiglu_c"_a = false,
+        "up_row_b"_a = 0,
         keepGil,
-        "tensors: [a, b, c].");
+        "tensors: [a, b, c]; with norm_a the norm's weights follow ([a, b, c, norm_weights]); with rope_c "
+        "kp.OpRoPECache's tensors follow those: positions, key_cache, value_cache, then freq_factors if "
+        "rope.has_freq_factors, then bias if rope.has_bias.\n\n"
+        "The fused forms (MatMulParams in C++):\n"
+        "swiglu_a: A's row is silu(gate) * up, up at offset_a (as without it), the gate at gate_offset_a "
+        "(both stride_a apart between batches, lda apart between elements with trans_a). m = 1 only, on the "
+        "mat-vec: an LLM's down projection.\n"
+        "norm_a: A's row is RMS-normalized as the product reads it, a * w / sqrt(mean(a^2) + norm_eps), w "
+        "the norm's weights (float32, float16 or bfloat16) from element norm_offset. m = 1 without trans_a "
+        "or swiglu_a, trans_b, on the mat-vec modes that read the whole row of A (float weights; Q8_0/Q4_0 "
+        "rows the mat-vec does not stage; the int-dot mat-vec's quantized-x mode).\n"
+        "rope_c: kp.OpRoPECache's work on C's row in the same dispatch, as rope (a kp.RoPECacheParams) "
+        "describes it: the query heads rotated in C, the rotated keys and the values written to the caches "
+        "(float32 or float16) at row positions[rope.positions_offset]. C's row of n = (heads + 2 kv_heads) "
+        "* head_dim from offset_c is the qkv row (rope.qkv_offset and rope.qkv_row_stride are not used); "
+        "rope.rows = 1 and rope.mode normal. m = 1, trans_b, batch 1, beta 0, no swiglu_a (norm_a may come "
+        "with it), on the mat-vec of a device with subgroup shuffles.\n"
+        "swiglu_c: C = silu(G) * U element by element, G and U = alpha * op(A) times the gate's n rows of B "
+        "(from its first row) and the up's n rows (from row up_row_b >= n), transposed: B holds up_row_b + n "
+        "rows of k. trans_b and beta 0, on the GEMM kernels (m = 1 too): an LLM's prompt-step gate and up "
+        "projections.");
 
     nb::class_<OpGetRows, KernelOp>(m,
                                     "OpGetRows",

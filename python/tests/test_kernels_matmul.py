@@ -1,7 +1,9 @@
 """The matrix kernels (OpMatMul, OpGetRows) and kp.quantize/dequantize against
 numpy: every dtype combination, GGUF Q8_0/Q4_0 weights, transposes,
 alpha/beta, batches with strides and offsets, on the paths the device runs
-(lavapipe: the mat-vec and, with KOMPUTE_ENV_DISABLE=matvec, the tiled GEMM).
+(lavapipe: the mat-vec and, with KOMPUTE_ENV_DISABLE=matvec, the tiled GEMM);
+the fused forms of an LLM's layers (swiglu_a, norm_a, rope_c with
+kp.RoPECacheParams, swiglu_c) and what each refuses.
 
 Tolerances: |c - ref| <= 4e-5 * sum|a b| (f32 accumulation) plus the output
 rounding (2^-10 |ref| for float16 C), against the reference on the operands
@@ -10,6 +12,8 @@ cooperative-matrix paths round float32 operands and dequantized blocks to
 float16 (1e-4), the int-dot
 mat-vec rounds activations to int8 (1/127)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -17,6 +21,7 @@ import kp
 
 from disable_paths import disable_paths
 from kernel_helpers import FLOAT_DTYPES, floats_of, round_to, run, tensor_of
+from test_kernels_rope import rotate
 
 
 @pytest.fixture(params=["default", "tiled"])
@@ -24,6 +29,11 @@ def path(request, monkeypatch):
     """The kernels operations are built with ("tiled": the fallback forced)."""
     disable_paths(monkeypatch, "matvec,coopmat" if request.param == "tiled" else "")
     return request.param
+
+
+def weight_format(dtype):
+    """The kp.WeightFormat of an operand dtype ("q8_0", "q4_0" or a float dtype: none)."""
+    return getattr(kp.WeightFormat, dtype) if dtype in ("q8_0", "q4_0") else kp.WeightFormat.none
 
 
 def operand(mgr, dtype, values):
@@ -44,18 +54,11 @@ def matmul(mgr, m, n, k, a_dtype="float32", b_dtype="float32", c_dtype="float32"
     b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, k * n).astype(np.float32))
     c0 = rng.uniform(-1, 1, m * n).astype(np.float32) if beta != 0 else np.full(m * n, np.nan, np.float32)
     c, c_stored = operand(mgr, c_dtype, c0)
-    fmt = getattr(kp.WeightFormat, b_dtype) if b_dtype in ("q8_0", "q4_0") else kp.WeightFormat.none
     op = kp.OpMatMul([a, b, c], m=m, n=n, k=k, trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta,
-                     format_b=fmt, **extra)
+                     format_b=weight_format(b_dtype), **extra)
     run(mgr, [a, b, c], op, [c])
-    coopmat = op.path().startswith("coopmat")
-    rounded = "bfloat16" if op.path() == "coopmat-khr-bf16" else "float16"  # what the matrices take
-    # f32 operands and dequantized blocks (d * q is not exact in 16 bits)
-    # enter the cooperative matrices rounded.
-    seen_a = round_to(rounded, a_stored) if coopmat and a_dtype == "float32" else a_stored
-    seen_b = round_to(rounded, b_stored) if coopmat and b_dtype in ("float32", "q8_0", "q4_0") else b_stored
-    A = seen_a.astype(np.float64).reshape(a_shape)
-    B = seen_b.astype(np.float64).reshape(b_shape)
+    A = as_seen(op, a_dtype, a_stored).astype(np.float64).reshape(a_shape)
+    B = as_seen(op, b_dtype, b_stored).astype(np.float64).reshape(b_shape)
     A = A.T if trans_a else A
     B = B.T if trans_b else B
     ref = alpha * (A @ B)
@@ -64,15 +67,30 @@ def matmul(mgr, m, n, k, a_dtype="float32", b_dtype="float32", c_dtype="float32"
         old = c_stored.astype(np.float64).reshape(m, n)
         ref += beta * old
         magnitude += abs(beta * old)
+    assert_product(op, floats_of(c).astype(np.float64).reshape(m, n), ref, magnitude, c_dtype)
+    return op
+
+
+def as_seen(op, dtype, stored):
+    """An operand's values as op's kernel multiplies them: f32 operands and
+    dequantized blocks (d * q is not exact in 16 bits) enter the cooperative
+    matrices rounded to float16 (bfloat16 on coopmat-khr-bf16)."""
+    if op.path().startswith("coopmat") and dtype in ("float32", "q8_0", "q4_0"):
+        return round_to("bfloat16" if op.path() == "coopmat-khr-bf16" else "float16", stored)
+    return stored
+
+
+def assert_product(op, got, ref, magnitude, c_dtype="float32"):
+    """got within the tolerance of op's path (see the module docstring) of
+    ref, magnitude being the sum of |a b| the error scales with."""
+    coopmat = op.path().startswith("coopmat")
     tolerance = 1 / 127 if op.path() == "matvec-int-dot" else (1e-4 if coopmat else 4e-5)
     rounding = 2.0 ** -10 if c_dtype == "float16" else 0.0
-    got = floats_of(c).astype(np.float64).reshape(m, n)
     bound = tolerance * magnitude + rounding * np.abs(ref) + 1e-6
     bad = ~(np.abs(got - ref) <= bound)
     assert not bad.any(), (
-        f"{op.path()}: {bad.sum()} of {m * n} entries off, first at {np.argwhere(bad)[0]}: "
+        f"{op.path()}: {bad.sum()} of {bad.size} entries off, first at {np.argwhere(bad)[0]}: "
         f"{got[bad][0]} vs {ref[bad][0]}")
-    return op
 
 
 @pytest.mark.parametrize("a_dtype", FLOAT_DTYPES)
@@ -175,6 +193,290 @@ def test_bad_input_is_a_clear_error(mgr):
                     m=1, n=2, k=48, trans_b=True, format_b=kp.WeightFormat.q4_0)
 
 
+# --- The fused forms (MatMulParams' swigluA, normA, ropeC, swigluC) ----------
+
+
+def silu(values):
+    return values / (1 + np.exp(-values))
+
+
+def has_shuffles(device_properties):
+    return "shuffle" in device_properties["subgroup"]["operations"]
+
+
+@pytest.mark.parametrize("b_dtype", ["float32", "float16", "q8_0", "q4_0"])
+@pytest.mark.parametrize("a_dtype,lda", [("float32", 0), ("float16", 0), ("float32", 3)])
+def test_swiglu_a(mgr, a_dtype, b_dtype, lda):
+    """swiglu_a: the mat-vec's x is silu(gate) * up, two vectors of A (an
+    LLM's down projection); two batches, and strided vectors (trans_a, lda
+    3)."""
+    rng = np.random.default_rng(21 + lda)
+    n, k, batch = 19, 512, 2
+    step = lda or 1
+    vector = (k - 1) * step + 1
+    up_offset = (vector + 15) // 8 * 8  # per batch: the gate from 0, the up after it
+    stride_a = 2 * up_offset + 16
+    a, a_stored = operand(mgr, a_dtype, rng.uniform(-3, 3, batch * stride_a).astype(np.float32))
+    b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, batch * n * k).astype(np.float32))
+    c = mgr.tensor(np.zeros(batch * n, np.float32))
+    op = kp.OpMatMul([a, b, c], m=1, n=n, k=k, trans_a=lda != 0, trans_b=True, lda=lda, batch=batch,
+                     stride_a=stride_a, offset_a=up_offset, swiglu_a=True, gate_offset_a=0,
+                     format_b=weight_format(b_dtype))
+    assert op.path().startswith("matvec"), op.path()
+    run(mgr, [a, b], op, [c])
+    A = a_stored.astype(np.float64)
+    x = np.stack([silu(A[i * stride_a:][:vector:step]) * A[i * stride_a + up_offset:][:vector:step]
+                  for i in range(batch)])
+    W = b_stored.astype(np.float64).reshape(batch, n, k)
+    ref = np.einsum("bk,bnk->bn", x, W)
+    magnitude = np.einsum("bk,bnk->bn", np.abs(x), np.abs(W))
+    assert_product(op, c.data().astype(np.float64).reshape(batch, n), ref, magnitude)
+
+
+def test_swiglu_a_refused(mgr, monkeypatch):
+    x, w, c = mgr.tensor(np.ones(128, np.float32)), mgr.tensor(np.ones(4 * 64, np.float32)), mgr.tensor(np.zeros(8))
+    with pytest.raises(kp.Error, match="swigluA is an input of the mat-vec"):
+        kp.OpMatMul([x, w, c], m=2, n=4, k=64, trans_b=True, swiglu_a=True)
+    with pytest.raises(kp.Error, match=r"A \(its gate, from gateOffsetA\) holds 128"):
+        kp.OpMatMul([x, w, c], m=1, n=4, k=64, trans_b=True, swiglu_a=True, gate_offset_a=100)
+    disable_paths(monkeypatch, "matvec")
+    with pytest.raises(kp.Error, match="swigluA needs the mat-vec"):
+        kp.OpMatMul([x, w, c], m=1, n=4, k=64, trans_b=True, swiglu_a=True, gate_offset_a=64)
+
+
+# (B's dtype, the paths turned off, the path taken): float rows; Q8_0/Q4_0
+# rows not staged (the mode normA needs on the float mat-vec, staged by
+# default on some devices); the int-dot mat-vec's quantized-x mode.
+NORM_MODES = [("float32", "", "matvec"), ("float16", "", "matvec"), ("bfloat16", "", "matvec"),
+              ("q8_0", "int-dot,staged", "matvec"), ("q4_0", "int-dot,staged", "matvec"),
+              ("q8_0", "matvec-float", "matvec-int-dot"), ("q4_0", "matvec-float", "matvec-int-dot")]
+
+
+@pytest.mark.parametrize("b_dtype,disabled,expected_path", NORM_MODES)
+@pytest.mark.parametrize("a_dtype,norm_dtype", [("float32", "float32"), ("float16", "float16"),
+                                                ("float32", "bfloat16")])
+@pytest.mark.parametrize("residual", [False, True])
+def test_norm_a(mgr, monkeypatch, device_properties, b_dtype, disabled, expected_path, a_dtype, norm_dtype,
+                residual):
+    """norm_a: the mat-vec's row of A RMS-normalized with the weights of a
+    4th tensor, then the product; `residual`: alpha 0.5 and beta 1 (C added
+    to), eps 0.5, k past a multiple of 256 (k = 300 for float B)."""
+    if expected_path == "matvec-int-dot" and not device_properties["integer_dot_product"]["supported"]:
+        pytest.skip("no integer dot products: no quantized-x mode")
+    disable_paths(monkeypatch, disabled)
+    quantized = b_dtype in ("q8_0", "q4_0")
+    n, k = (21, 768 if quantized else 300) if residual else (37, 256)
+    alpha, beta, eps = (0.5, 1.0, 0.5) if residual else (1.0, 0.0, 1e-5)
+    norm_offset = 8 if residual else 5  # 4-wide loads of the weights, and scalar ones
+    rng = np.random.default_rng(n + k)
+    a, a_stored = operand(mgr, a_dtype, rng.uniform(-2, 2, 8 + k).astype(np.float32))
+    b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, n * k).astype(np.float32))
+    g, g_stored = operand(mgr, norm_dtype, rng.uniform(0.5, 1.5, norm_offset + k).astype(np.float32))
+    c0 = rng.uniform(-1, 1, n).astype(np.float32)
+    c = mgr.tensor(c0)
+    op = kp.OpMatMul([a, b, c, g], m=1, n=n, k=k, trans_b=True, alpha=alpha, beta=beta, offset_a=8,
+                     format_b=weight_format(b_dtype), norm_a=True, norm_eps=eps, norm_offset=norm_offset)
+    assert op.path() == expected_path
+    run(mgr, [a, b, c, g], op, [c])
+    row = a_stored[8:].astype(np.float64)
+    x = row * g_stored[norm_offset:] / np.sqrt(np.mean(row * row) + eps)
+    W = b_stored.astype(np.float64).reshape(n, k)
+    ref = alpha * (W @ x) + beta * c0
+    magnitude = abs(alpha) * (np.abs(W) @ np.abs(x)) + abs(beta * c0)
+    assert_product(op, c.data().astype(np.float64), ref, magnitude)
+
+
+def test_norm_a_refused(mgr, monkeypatch, device_properties):
+    x, c, norm = mgr.tensor(np.ones(2 * 256, np.float32)), mgr.tensor(np.zeros(8)), mgr.tensor(np.ones(256))
+    w = mgr.tensor(np.ones(8 * 256, np.float32))
+    shape = {"n": 8, "k": 256, "norm_a": True}
+    if device_properties["integer_dot_product"]["supported"]:
+        blocks = mgr.tensor_t(kp.quantize(kp.WeightFormat.q8_0, np.full(8 * 256, 0.5, np.float32)))
+        with monkeypatch.context() as staged:
+            disable_paths(staged, "matvec-qx,matvec-float")  # the int-dot mat-vec, staging the rows
+            with pytest.raises(kp.Error, match="normA needs a mat-vec mode that reads the whole row of A.*staged"):
+                kp.OpMatMul([x, blocks, c, norm], m=1, trans_b=True, format_b=kp.WeightFormat.q8_0, **shape)
+    with pytest.raises(kp.Error, match=r"needs 4 tensors \{A, B, C, normWeights\}"):
+        kp.OpMatMul([x, w, c], m=1, trans_b=True, **shape)
+    with pytest.raises(kp.Error, match="normA normalizes the one row of A of a mat-vec.*m = 2"):
+        kp.OpMatMul([x, w, mgr.tensor(np.zeros(16)), norm], m=2, trans_b=True, **shape)
+    with pytest.raises(kp.Error, match="normA needs a mat-vec mode that reads the whole row of A"):
+        kp.OpMatMul([x, w, c, norm], m=1, trans_b=False, **shape)
+    with pytest.raises(kp.Error, match="normEps must be finite"):
+        kp.OpMatMul([x, w, c, norm], m=1, trans_b=True, norm_eps=-1.0, **shape)
+    disable_paths(monkeypatch, "matvec")
+    with pytest.raises(kp.Error, match="normA needs the mat-vec"):
+        kp.OpMatMul([x, w, c, norm], m=1, trans_b=True, **shape)
+
+
+# The qkv projection of a decode step: heads, KV heads and head size of the
+# product's row, k, and the caches (rows CACHE_STRIDE apart from CACHE_OFFSET).
+QKV_HEADS, QKV_KV_HEADS, QKV_HEAD_DIM, QKV_K = 4, 2, 16, 512
+QKV_N = (QKV_HEADS + 2 * QKV_KV_HEADS) * QKV_HEAD_DIM
+CACHE_STRIDE, CACHE_OFFSET, CAPACITY = 40, 3, 10
+CACHE_SIZE = CACHE_OFFSET + (CAPACITY - 1) * CACHE_STRIDE + QKV_KV_HEADS * QKV_HEAD_DIM
+
+
+@pytest.mark.parametrize("b_dtype", ["float32", "q8_0"])
+@pytest.mark.parametrize("cache_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("variant", ["plain", "norm,factors,bias", "past the cache"])
+def test_rope_c(mgr, monkeypatch, device_properties, b_dtype, cache_dtype, variant):
+    """rope_c: the qkv mat-vec rotates its query heads in C and writes the
+    rotated keys and the values into the caches at the position (with
+    norm_a, partial rotation with frequency factors, and the bias; a
+    position past the caches writes nothing), against the product then the
+    RoPE of test_kernels_rope on the host. On a device without subgroup
+    shuffles it is refused, naming them."""
+    if b_dtype == "q8_0":
+        disable_paths(monkeypatch, "int-dot,staged")  # the float mat-vec's mode that takes norm_a
+    norm, factors, bias = variant == "norm,factors,bias", variant == "norm,factors,bias", variant != "plain"
+    position = CAPACITY + 2 if variant == "past the cache" else 7
+    rope_dims = 12 if factors else QKV_HEAD_DIM
+    rng = np.random.default_rng(31)
+    x_values = rng.uniform(-2, 2, QKV_K).astype(np.float32)
+    x = mgr.tensor(x_values)
+    w, w_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, QKV_N * QKV_K).astype(np.float32))
+    c = mgr.tensor(np.zeros(QKV_N, np.float32))
+    positions = mgr.tensor_t(np.array([1, position], dtype=np.uint32))
+    keys = tensor_of(mgr, cache_dtype, np.full(CACHE_SIZE, 100.0))
+    values = tensor_of(mgr, cache_dtype, np.full(CACHE_SIZE, 100.0))
+    tensors = [x, w, c]
+    if norm:
+        norm_values = rng.uniform(0.5, 1.5, QKV_K).astype(np.float32)
+        tensors.append(mgr.tensor(norm_values))
+    tensors += [positions, keys, values]
+    if factors:
+        factor_values = rng.uniform(1, 4, rope_dims // 2).astype(np.float32)
+        tensors.append(mgr.tensor(factor_values))
+    if bias:
+        bias_values = rng.uniform(-1, 1, QKV_N).astype(np.float32)
+        tensors.append(mgr.tensor(bias_values))
+    rope = kp.RoPECacheParams(heads=QKV_HEADS, kv_heads=QKV_KV_HEADS, head_dim=QKV_HEAD_DIM,
+                              rope_dims=rope_dims if factors else 0, theta=500.0, freq_scale=0.75,
+                              has_freq_factors=factors, has_bias=bias, cache_row_stride=CACHE_STRIDE,
+                              cache_offset=CACHE_OFFSET, positions_offset=1)
+    assert (rope.heads, rope.kv_heads, rope.head_dim, rope.mode) == (QKV_HEADS, QKV_KV_HEADS, QKV_HEAD_DIM,
+                                                                     kp.RoPEMode.normal)
+    make = functools.partial(kp.OpMatMul, tensors, m=1, n=QKV_N, k=QKV_K, trans_b=True,
+                             format_b=weight_format(b_dtype), norm_a=norm, norm_eps=1e-3, rope_c=True, rope=rope)
+    if not has_shuffles(device_properties):
+        with pytest.raises(kp.Error, match="ropeC needs subgroup shuffles"):
+            make()
+        return
+    op = make()
+    assert op.path().startswith("matvec") and len(op.algorithms()) == 1, (op.path(), op.algorithms())
+    run(mgr, tensors, op, [c, keys, values])
+
+    xs = x_values.astype(np.float64)
+    if norm:
+        xs = xs * norm_values / np.sqrt(np.mean(xs * xs) + 1e-3)
+    W = w_stored.astype(np.float64).reshape(QKV_N, QKV_K)
+    product = W @ xs
+    scale = (np.abs(W) @ np.abs(xs)).max()  # what the errors scale with
+    row = product + bias_values if bias else product
+    row = row.reshape(1, -1, QKV_HEAD_DIM)
+    turned = rotate(row[:, :QKV_HEADS + QKV_KV_HEADS], np.array([position]), rope_dims, 500.0, 0.75, False,
+                    factor_values if factors else None)[0]
+    expected_c = product.reshape(-1, QKV_HEAD_DIM).copy()
+    expected_c[:QKV_HEADS] = turned[:QKV_HEADS]  # the key and value heads as the product gives them
+    expected_keys, expected_values = np.full(CACHE_SIZE, 100.0), np.full(CACHE_SIZE, 100.0)
+    if position < CAPACITY:
+        at = slice(CACHE_OFFSET + position * CACHE_STRIDE, CACHE_OFFSET + position * CACHE_STRIDE +
+                   QKV_KV_HEADS * QKV_HEAD_DIM)
+        expected_keys[at] = turned[QKV_HEADS:].ravel()
+        expected_values[at] = row[0, QKV_HEADS + QKV_KV_HEADS:].ravel()
+    np.testing.assert_allclose(c.data(), expected_c.ravel(), rtol=0, atol=1e-4 * scale)
+    cache_tolerance = 1e-4 * scale + (2.0 ** -11 * (scale + 1) if cache_dtype == "float16" else 0)
+    np.testing.assert_allclose(floats_of(keys), expected_keys, rtol=0, atol=cache_tolerance)
+    np.testing.assert_allclose(floats_of(values), expected_values, rtol=0, atol=cache_tolerance)
+
+
+def test_rope_c_refused(mgr, monkeypatch, device_properties):
+    x, c = mgr.tensor(np.ones(QKV_K, np.float32)), mgr.tensor(np.zeros(QKV_N, np.float32))
+    w = mgr.tensor(np.full(QKV_N * QKV_K, 0.5, np.float32))
+    positions = mgr.tensor_t(np.array([3], dtype=np.uint32))
+    keys, values = mgr.tensor(np.zeros(CACHE_SIZE, np.float32)), mgr.tensor(np.zeros(CACHE_SIZE, np.float32))
+    tensors = [x, w, c, positions, keys, values]
+    shape = {"m": 1, "n": QKV_N, "k": QKV_K, "trans_b": True, "rope_c": True}
+
+    def rope(**changes):
+        return kp.RoPECacheParams(heads=QKV_HEADS, kv_heads=QKV_KV_HEADS, head_dim=QKV_HEAD_DIM, **changes)
+
+    with pytest.raises(kp.Error, match=r"rope_c needs rope=kp.RoPECacheParams"):
+        kp.OpMatMul(tensors, **shape)
+    with pytest.raises(kp.Error, match=r"needs 6 tensors \{A, B, C, positions, keyCache, valueCache\}"):
+        kp.OpMatMul([x, w, c], rope=rope(), **shape)
+    with pytest.raises(kp.Error, match="rope.mode must be RoPEMode::eNormal"):
+        kp.OpMatMul(tensors, rope=rope(mode=kp.RoPEMode.neox), **shape)
+    with pytest.raises(kp.Error, match="ropeC takes rope.rows = 1"):
+        kp.OpMatMul(tensors, rope=rope(rows=2), **shape)
+    with pytest.raises(kp.Error, match="ropeC rotates the one row of C of a mat-vec.*beta = 1"):
+        kp.OpMatMul(tensors, rope=rope(), beta=1.0, **shape)
+    wide = rope()
+    wide.heads = 3  # (the fields are writable)
+    with pytest.raises(kp.Error, match="is not one row of qkv"):
+        kp.OpMatMul(tensors, rope=wide, **shape)
+    bf16 = [tensor_of(mgr, "bfloat16", np.zeros(CACHE_SIZE)) for _ in range(2)]
+    with pytest.raises(kp.Error, match="not bf16 ones"):
+        kp.OpMatMul([x, w, c, positions] + bf16, rope=rope(), **shape)
+    disable_paths(monkeypatch, "matvec")
+    why = "ropeC needs the mat-vec" if has_shuffles(device_properties) else "ropeC needs subgroup shuffles"
+    with pytest.raises(kp.Error, match=why):
+        kp.OpMatMul(tensors, rope=rope(), **shape)
+
+
+@pytest.mark.parametrize("m,n,k,batch,gap,ldb_pad,a_dtype,b_dtype,c_dtype,alpha", [
+    (1, 24, 64, 1, 0, 0, "float32", "float16", "float32", 1.0),  # m = 1: the GEMM kernels too
+    (33, 70, 128, 2, 3, 0, "float16", "q4_0", "float16", 0.75),
+    (20, 40, 64, 1, 8, 0, "float32", "q8_0", "float32", 1.0),
+    (9, 17, 40, 1, 1, 8, "float16", "float32", "float16", 0.75),
+])
+def test_swiglu_c(mgr, path, m, n, k, batch, gap, ldb_pad, a_dtype, b_dtype, c_dtype, alpha):
+    """swiglu_c: C = silu(G) * U of the products over B's gate rows and its
+    up rows (from up_row_b, a gap after the gate's), in one GEMM dispatch:
+    batches, padded rows of B, partial tiles."""
+    up_row_b, ldb = n + gap, k + ldb_pad
+    b_rows = up_row_b + n
+    rng = np.random.default_rng(40 + m)
+    a, a_stored = operand(mgr, a_dtype, rng.uniform(-1, 1, batch * m * k).astype(np.float32))
+    b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, batch * b_rows * ldb).astype(np.float32))
+    c = tensor_of(mgr, c_dtype, np.full(batch * m * n, np.nan))
+    op = kp.OpMatMul([a, b, c], m=m, n=n, k=k, trans_b=True, alpha=alpha, ldb=ldb if ldb_pad else 0, batch=batch,
+                     format_b=weight_format(b_dtype), swiglu_c=True, up_row_b=up_row_b)
+    assert not op.path().startswith("matvec") and len(op.algorithms()) == 1, (op.path(), op.algorithms())
+    if path == "tiled":
+        assert op.path() == "tiled"
+    run(mgr, [a, b], op, [c])
+    A = as_seen(op, a_dtype, a_stored).astype(np.float64).reshape(batch, m, k)
+    B = as_seen(op, b_dtype, b_stored).astype(np.float64).reshape(batch, b_rows, ldb)[:, :, :k]
+    gate, up = B[:, :n], B[:, up_row_b:]
+    G, U = alpha * A @ gate.transpose(0, 2, 1), alpha * A @ up.transpose(0, 2, 1)
+    magnitude_g = abs(alpha) * np.abs(A) @ np.abs(gate).transpose(0, 2, 1)
+    magnitude_u = abs(alpha) * np.abs(A) @ np.abs(up).transpose(0, 2, 1)
+    # An error e in G moves C by at most 1.1 e |U| (|silu'| < 1.1), one in U
+    # by |silu(G)| e <= |G| e.
+    assert_product(op, floats_of(c).astype(np.float64).reshape(batch, m, n), silu(G) * U,
+                   1.1 * magnitude_g * np.abs(U) + np.abs(G) * magnitude_u, c_dtype)
+
+
+def test_swiglu_c_refused(mgr, monkeypatch):
+    a, b, c = mgr.tensor(np.ones(4 * 64, np.float32)), mgr.tensor(np.ones(10 * 64, np.float32)), mgr.tensor(
+        np.zeros(4 * 5, np.float32))
+    shape = {"m": 4, "n": 5, "k": 64, "swiglu_c": True}
+    kp.OpMatMul([a, b, c], trans_b=True, up_row_b=5, **shape)  # what the refusals change
+    with pytest.raises(kp.Error, match="upRowB = 4.*after the gate's n = 5 rows"):
+        kp.OpMatMul([a, b, c], trans_b=True, up_row_b=4, **shape)
+    with pytest.raises(kp.Error, match="B holds 640 elements"):
+        kp.OpMatMul([a, b, c], trans_b=True, up_row_b=6, **shape)
+    with pytest.raises(kp.Error, match="swigluC multiplies.*beta 0"):
+        kp.OpMatMul([a, b, c], trans_b=True, up_row_b=5, beta=1.0, **shape)
+    with pytest.raises(kp.Error, match="swigluC multiplies.*transposed B"):
+        kp.OpMatMul([a, b, c], trans_b=False, up_row_b=5, **shape)
+    disable_paths(monkeypatch, "gemm-swiglu")
+    with pytest.raises(kp.Error, match="swigluC is turned off"):
+        kp.OpMatMul([a, b, c], trans_b=True, up_row_b=5, **shape)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["q8_0", "q4_0"])
 def test_get_rows(mgr, dtype):
     rng = np.random.default_rng(3)
@@ -182,8 +484,7 @@ def test_get_rows(mgr, dtype):
     table, stored = operand(mgr, dtype, rng.uniform(-1, 1, rows * cols).astype(np.float32))
     ids = mgr.tensor_t(np.array([3, 0, 10, 3, 12], dtype=np.uint32))
     out = mgr.tensor(np.zeros(5 * cols, np.float32))
-    fmt = getattr(kp.WeightFormat, dtype) if dtype in ("q8_0", "q4_0") else kp.WeightFormat.none
-    op = kp.OpGetRows([table, ids, out], rows=5, cols=cols, format_table=fmt)
+    op = kp.OpGetRows([table, ids, out], rows=5, cols=cols, format_table=weight_format(dtype))
     run(mgr, [table, ids, out], op, [out])
     got = out.data().reshape(5, cols)
     expected = stored.reshape(rows, cols)[[3, 0, 10, 3]]

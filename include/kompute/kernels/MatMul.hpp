@@ -98,7 +98,8 @@ struct MatMulParams
      * elements from offsetC, is one row of qkv as `rope` describes it:
      * rope.rows must be 1, rope.qkvOffset and rope.qkvRowStride are not
      * used (C's row is the row), and rope.mode must be RoPEMode::eNormal
-     * (the pairs are neighbouring rows of the product). The tensors
+     * (the pairs are neighbouring rows of the product), and the caches
+     * eFloat or eHalf (bf16 caches are refused). The tensors
      * positions, keyCache and valueCache (then freqFactors and bias, where
      * rope says so) follow A, B, C and the norm's weights. Afterwards C and
      * the caches hold what OpMatMul then OpRoPECache on C would leave: the

@@ -23,21 +23,23 @@ namespace llm {
 
 namespace {
 
-/** KOMPUTE_ENV_ROPE_INSIDE=all: decode steps rotate inside the qkv product
- * on every mat-vec mode, not only the float one (for tuning; read each time
- * a step is recorded; other values are reported and ignored). */
+/** KOMPUTE_ENV_ROPE_INSIDE: decode steps rotate inside the qkv product on
+ * every mat-vec mode ("all", the default) or only on the float one
+ * ("float": the int-dot product then records OpRoPECache after it); for
+ * tuning, read each time a step is recorded; other values are reported and
+ * the default kept. */
 bool
 ropeInsideEverywhere()
 {
     const char* text = std::getenv("KOMPUTE_ENV_ROPE_INSIDE");
-    if (text == nullptr || *text == '\0' || std::string(text) == "float") {
-        return false;
-    }
-    if (std::string(text) == "all") {
+    if (text == nullptr || *text == '\0' || std::string(text) == "all") {
         return true;
     }
-    KP_LOG_WARN("KOMPUTE_ENV_ROPE_INSIDE={} is ignored: it is 'float' (the default) or 'all'", text);
-    return false;
+    if (std::string(text) == "float") {
+        return false;
+    }
+    KP_LOG_WARN("KOMPUTE_ENV_ROPE_INSIDE={} is ignored: it is 'all' (the default) or 'float'", text);
+    return true;
 }
 
 /** The product with a fused option (normA, swigluA, swigluC, ropeC), or
@@ -346,12 +348,13 @@ Context::record(Step& s)
     // them and the rotation, adjacent pairs: the product normalizes x, and
     // rotates and caches its row as it writes it (MatMulParams::normA and
     // ropeC), one dispatch for what took two, with a barrier fewer. False
-    // where the device or the weights' mat-vec mode refuse it, and, unless
-    // KOMPUTE_ENV_ROPE_INSIDE is "all", where the product takes the int-dot
-    // mat-vec: on an H100 the F16 decode gained 2.2% with it (152.7 against
-    // 149.4 t/s) but Q4_0 lost 1.3% (347.2 and 343.7 against 352.0 and
-    // 348.2) and Q8_0 0.7%, the attention after the product slower by as
-    // much as the rotation's dispatch saved (docs/performance.md).
+    // where the device or the weights' mat-vec mode refuse it, and where
+    // the product takes the int-dot mat-vec and KOMPUTE_ENV_ROPE_INSIDE is
+    // "float". On an H100 the F16 decode gained 2.2% with it (152.7 against
+    // 149.4 t/s); with the decode attention at 256 x 4 the int-dot products
+    // gain too: Q4_0 361.2 and 361.1 against 348.0 and 352.9 (and 359.1
+    // against 347.7 in the call before), Q8_0 219.7 against 213.5, where
+    // before that attention Q4_0 lost 1.3% (docs/performance.md).
     auto qkvWithRope = [&](const Model::Layer& w, uint32_t layer, const DeviceWeight& all) {
         if (t != 1 || c.qkNorm || c.ropeNeox) {
             return false;

@@ -700,8 +700,8 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // shows each norm inside its product, the RoPE and the KV-cache write
 // inside the qkv product with its norm (MatMulParams::ropeC: this model
 // rotates neighbouring pairs, and has no q/k norm) where the product is the
-// float mat-vec (F16) or KOMPUTE_ENV_ROPE_INSIDE=all, and apart where the
-// norms are or where "matvec-rope" is off (and the prompt step's gate and
+// float mat-vec (F16) or the int-dot one (unless KOMPUTE_ENV_ROPE_INSIDE
+// is "float"), and apart where the norms are or where "matvec-rope" is off (and the prompt step's gate and
 // up as one product with the SwiGLU in its epilogue, MatMulParams::swigluC,
 // or, where "gemm-swiglu" is off, one product and OpSwiGLU).
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
@@ -718,11 +718,13 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         std::map<bool, std::vector<float>> last;
         const std::string mode = quant ? "matvec-float" : "";
         const std::string comma = quant ? "," : "";
-        // (disabled paths, KOMPUTE_ENV_ROPE_INSIDE: F16's float product
-        // rotates inside by default, the int-dot one only with "all")
+        // (disabled paths, KOMPUTE_ENV_ROPE_INSIDE: every product rotates
+        // inside by default and with "all"; with "float" the int-dot one
+        // records OpRoPECache after it)
         std::vector<std::pair<std::string, const char*>> runs = { { mode, nullptr },
-                                                                   { mode + comma + "matvec-norm,gemm-swiglu", "all" },
-                                                                   { mode + comma + "matvec-rope", "all" } };
+                                                                   { mode + comma + "matvec-norm,gemm-swiglu", nullptr },
+                                                                   { mode + comma + "matvec-rope", nullptr },
+                                                                   { mode, "float" } };
         if (quant) {
             runs.push_back({ mode, "all" });
         }
@@ -731,7 +733,7 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             kp_test::DisablePaths disable(disabled.c_str());
             kp_test::ScopedEnv inside("KOMPUTE_ENV_ROPE_INSIDE", ropeInside);
             bool folded = disabled.find("matvec-norm") == std::string::npos;
-            bool rotated = disabled == mode && (!quant || ropeInside != nullptr);
+            bool rotated = disabled == mode && !(quant && ropeInside != nullptr && std::string(ropeInside) == "float");
             Context context(model, ContextOptions{ 32, 512, true, 0 });
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The matrix cases: gemm (8192^3 in f16, bf16 and f32, and an LLM prefill
 // product 512 x 14336 x 4096 with f16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K
-// weights) and matvec (the 14336 x 4096 and 4096 x 14336 weights of a
+// weights), gemm_llm (the prompt step's four products of a Llama-8B layer
+// with the runner's epilogues) and matvec (the 14336 x 4096 and 4096 x 14336 weights of a
 // Llama-8B layer in the same types, as decode multiplies them). Each product is checked against
 // a host loop on sampled entries ("ok", or the case fails), then timed back
 // to back with GPU timestamps: TFLOP/s, or GB/s over the weight bytes and
@@ -218,6 +219,124 @@ BENCH_CASE("gemm", "OpMatMul GEMM: 8192^3 f16, bf16, f32 (f32 accumulation) and 
         measureOps(context, tflops, { op }, 2.0 * s.m * s.n * s.k / 1e12);
     }
     addCudaFigures(context, "gemm");
+}
+
+// The prompt step's products as kompute-llm records them (Llama-8B, 512
+// tokens): A the f16 rows the runner hands its products, B a layer's
+// weights, C and the epilogues as the runner's: attn_qkv (f32 C),
+// attn_output and ffn_down adding into the residual (beta = 1, f32 C), and
+// gate and up as one product with the SwiGLU in its epilogue (swigluC, f16
+// C). Each in GGUF's Q8_0 and Q4_0 and in their grouped forms (Q8_0X8,
+// Q4_0X8: kp::groupBlocks, as the runner stores what
+// kp::preferredWeightFormat answers grouped), and f16: the bare products of
+// "gemm" and of kompute-kernel-probe ran Q8_0X8 faster than Q8_0 where the
+// runner's pp512 ran it slower (docs/performance.md, twelfth session).
+BENCH_CASE("gemm_llm",
+           "OpMatMul as the LLM runner's prompt step records it: Llama-8B's qkv, attn_output (+=), gate_up with the "
+           "SwiGLU epilogue (f16 C) and ffn_down (+=) at 512 tokens of f16 rows, f16/Q8_0/Q8_0X8/Q4_0/Q4_0X8 weights "
+           "(TFLOP/s)")
+{
+    kp::Manager& mgr = context.manager();
+    uint32_t tokens = context.quick() ? 64 : 512, d = context.quick() ? 256 : 4096, ff = context.quick() ? 512 : 14336;
+    struct Product
+    {
+        const char* name;
+        uint32_t n, k;
+        bool accumulate, swiglu;
+    };
+    const Product products[] = { { "qkv", d * 3 / 2, d, false, false },
+                                 { "attn_output", d, d, true, false },
+                                 { "gate_up", ff, d, false, true },
+                                 { "ffn_down", d, ff, true, false } };
+    struct Weights
+    {
+        const char* name;
+        Type stored;     // the values' format
+        bool grouped;    // stored as groupBlocks makes it
+    };
+    const Weights weights[] = {
+        { "f16", Type::F16, false },   { "q8_0", Type::Q8_0, false }, { "q8_0x8", Type::Q8_0, true },
+        { "q4_0", Type::Q4_0, false }, { "q4_0x8", Type::Q4_0, true },
+    };
+    for (const Product& pr : products) {
+        uint32_t bRows = pr.swiglu ? 2 * pr.n : pr.n; // gate rows, then up rows
+        std::vector<float> aValues, bValues;
+        auto a = operand(mgr, Type::F16, randomFloats(size_t(tokens) * pr.k, 11, -1.0f, 1.0f), aValues);
+        std::vector<float> cStart = randomFloats(size_t(tokens) * pr.n, 13, -1.0f, 1.0f);
+        for (const Weights& w : weights) {
+            auto b = operand(mgr, w.stored, randomFloats(size_t(bRows) * pr.k, 12, -0.1f, 0.1f), bValues);
+            kp::WeightFormat format = formatOf(w.stored);
+            if (w.grouped) {
+                format = kp::groupedFormat(format);
+                b = mgr.tensorT<uint8_t>(kp::groupBlocks(formatOf(w.stored), b->data<uint8_t>(), b->size()));
+            }
+            std::shared_ptr<kp::Tensor> c;
+            if (pr.swiglu) {
+                c = mgr.tensorT<kp::float16_t>(size_t(tokens) * pr.n);
+            } else {
+                c = mgr.tensorT<float>(cStart);
+            }
+            kp::MatMulParams p;
+            p.m = tokens;
+            p.n = pr.n;
+            p.k = pr.k;
+            p.transB = true;
+            p.beta = pr.accumulate ? 1.0f : 0.0f;
+            p.formatB = format;
+            p.swigluC = pr.swiglu;
+            p.upRowB = pr.swiglu ? pr.n : 0;
+            auto op = std::make_shared<kp::OpMatMul>(Tensors{ a, b, c }, p);
+            mgr.sequence()->record<kp::OpSyncDevice>({ a, b, c })->record(op)->record<kp::OpSyncLocal>({ c })->eval();
+
+            // Sampled entries against a double-precision loop (A is f16
+            // already; B as dequantized).
+            std::string name = std::string("gemm_llm_") + pr.name + "_" + w.name;
+            std::mt19937 engine(5);
+            double worst = 0;
+            for (int sample = 0; sample < 32; ++sample) {
+                uint32_t i = sample == 0 ? tokens - 1 : engine() % tokens, j = sample == 0 ? pr.n - 1 : engine() % pr.n;
+                auto dot = [&](uint32_t row, double& magnitude) {
+                    double sum = 0;
+                    for (uint32_t kk = 0; kk < pr.k; ++kk) {
+                        double x = aValues[size_t(i) * pr.k + kk], y = bValues[size_t(row) * pr.k + kk];
+                        sum += x * y;
+                        magnitude += std::fabs(x * y);
+                    }
+                    return sum;
+                };
+                // The allowed error: 1e-4 of the sums' magnitudes (f32
+                // accumulation of rounded products), carried through the
+                // SwiGLU, plus f16 C's rounding of the result.
+                double expected = 0, got = 0, allowed = 0;
+                if (pr.swiglu) {
+                    double mg = 0, mu = 0;
+                    double g = dot(j, mg), u = dot(pr.n + j, mu);
+                    double silu = g / (1.0 + std::exp(-g));
+                    expected = silu * u;
+                    allowed = 1e-4 * (mg * std::fabs(u) * 1.1 + mu * std::fabs(silu)) + 1e-3 * std::fabs(expected) + 1e-7;
+                    got = float(c->data<kp::float16_t>()[size_t(i) * pr.n + j]);
+                } else {
+                    double magnitude = 0;
+                    double start = pr.accumulate ? cStart[size_t(i) * pr.n + j] : 0.0;
+                    expected = dot(j, magnitude) + start;
+                    allowed = 1e-4 * (magnitude + std::fabs(start));
+                    got = c->data<float>()[size_t(i) * pr.n + j];
+                }
+                double error = std::fabs(got - expected) / allowed;
+                if (!(error <= 1.0)) {
+                    throw std::runtime_error(name + ": C[" + std::to_string(i) + "][" + std::to_string(j) +
+                                             "] = " + std::to_string(got) + ", expected " + std::to_string(expected) +
+                                             " (path " + op->path() + ")");
+                }
+                worst = std::max(worst, error);
+            }
+            std::cout << "  " << name << ": ok on " << op->path() << " (largest error " << worst << " of the allowed)\n";
+            auto& tflops = context.add(name, "kompute", "TFLOP/s", true);
+            tflops.notes["path"] = op->path();
+            tflops.notes["check"] = "ok";
+            measureOps(context, tflops, { op }, 2.0 * tokens * bRows * pr.k / 1e12);
+        }
+    }
 }
 
 namespace {

@@ -701,9 +701,10 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // inside the qkv product with its norm (MatMulParams::ropeC: this model
 // rotates neighbouring pairs, and has no q/k norm) where the product is the
 // float mat-vec (F16) or the int-dot one (unless KOMPUTE_ENV_ROPE_INSIDE
-// is "float"), and apart where the norms are or where "matvec-rope" is off (and the prompt step's gate and
-// up as one product with the SwiGLU in its epilogue, MatMulParams::swigluC,
-// or, where "gemm-swiglu" is off, one product and OpSwiGLU).
+// is "float"), and apart where the norms are or where "matvec-rope" is off
+// (and the prompt step's gate and up as one product with the SwiGLU in its
+// epilogue, MatMulParams::swigluC, or, where "gemm-swiglu" is off, one
+// product and OpSwiGLU).
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();

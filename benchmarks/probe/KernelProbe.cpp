@@ -1421,11 +1421,18 @@ main(int argc, char** argv)
                                                 (quant ? (words ? " words" : " chunks") : "") });
                     }
                 }
+                // The parts each row is timed in (the quantized products'
+                // multiply-adds are the f16 products': whole only), and
+                // their labels.
+                const std::vector<uint32_t> parts = quant ? std::vector<uint32_t>{ 0u }
+                                                          : std::vector<uint32_t>{ 0u, 1u, 2u, 3u };
+                auto partLabel = [](const PipelineRow& row, uint32_t part) {
+                    return row.label + (part ? " part " + std::to_string(part) + " (timing only)" : "");
+                };
                 bool anySelected = false;
                 for (const PipelineRow& row : rows) {
-                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
-                        anySelected = anySelected ||
-                                      options.selects(row.label + (part ? " part " + std::to_string(part) : ""));
+                    for (uint32_t part : parts) {
+                        anySelected = anySelected || options.selects(partLabel(row, part));
                     }
                 }
                 if (!anySelected) {
@@ -1441,15 +1448,11 @@ main(int argc, char** argv)
                     GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !quant };
                     uint32_t tile[2] = { row.config.bm, row.config.bn };
                     auto spec = coopmatSpecialization(row.config, v, false);
-                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
-                        if (quant && part != 0) {
-                            continue; // the multiply-adds are the f16 products'
-                        }
+                    for (uint32_t part : parts) {
                         spec[20] = part; // TIMING_PART
                         warm();
-                        runGemm(ctx, options,
-                                row.label + (part ? " part " + std::to_string(part) + " (timing only)" : ""), g, data,
-                                coopmatSpirv(row.config, false, false), spec, tile, true, part != 0);
+                        runGemm(ctx, options, partLabel(row, part), g, data, coopmatSpirv(row.config, false, false),
+                                spec, tile, true, part != 0);
                     }
                 }
                 data.release(ctx);

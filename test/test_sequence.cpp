@@ -623,3 +623,77 @@ TEST(WaitBudget, EachStrategyPollsAsDocumented)
     kp::internal::learn(nearLimit, now);
     EXPECT_EQ(spinBudgetNs(nearLimit, gpu, UINT64_MAX), 100'000u);
 }
+
+TEST(WaitBudget, LongWorkSleepsThenPollsItsEnd)
+{
+    using kp::internal::pollFromNs;
+    kp_test::ScopedEnv unset("KOMPUTE_ENV_WAIT", nullptr);
+    kp::internal::WaitSettings gpu(false, false);
+    kp::internal::WaitSettings cpu(true, false);
+    gpu.set(kp::WaitStrategy::eAuto, 100'000);
+    cpu.set(kp::WaitStrategy::eAuto, 100'000);
+    auto now = kp::internal::WaitClock::now();
+    auto learnt = [&](std::initializer_list<int> microseconds) {
+        kp::internal::WaitHistory history;
+        for (int us : microseconds) {
+            history.submittedAt = now - std::chrono::microseconds(us);
+            kp::internal::learn(history, now);
+        }
+        return history;
+    };
+    // Long work: polled from the limit before the shortest recent duration.
+    kp::internal::WaitHistory decode = learnt({ 2900, 2800, 3000, 2850 });
+    EXPECT_EQ(pollFromNs(decode, gpu), 2'700'000u);
+    // Nothing learnt, short work, work within twice the limit, other
+    // strategies and CPU drivers do not sleep first.
+    EXPECT_EQ(pollFromNs(kp::internal::WaitHistory{}, gpu), 0u);
+    EXPECT_EQ(pollFromNs(learnt({ 10, 12, 11 }), gpu), 0u);
+    EXPECT_EQ(pollFromNs(learnt({ 150, 160 }), gpu), 0u);
+    EXPECT_EQ(pollFromNs(decode, cpu), 0u);
+    gpu.set(kp::WaitStrategy::eSpin, 100'000);
+    EXPECT_EQ(pollFromNs(decode, gpu), 0u);
+    gpu.set(kp::WaitStrategy::eBlock, 100'000);
+    EXPECT_EQ(pollFromNs(decode, gpu), 0u);
+
+    // The wait itself: one timed sleep up to the poll point, then polls.
+    gpu.set(kp::WaitStrategy::eAuto, 100'000);
+    decode = learnt({ 2900, 2800, 3000, 2850 });
+    decode.submittedAt = kp::internal::WaitClock::now();
+    std::vector<uint64_t> sleeps;
+    int polls = 0;
+    vk::Result result = kp::internal::waitForSubmission(
+      decode, gpu, UINT64_MAX, [&] { return ++polls > 3; },
+      [&](uint64_t ns) {
+          sleeps.push_back(ns);
+          return vk::Result::eTimeout;
+      });
+    EXPECT_EQ(result, vk::Result::eSuccess);
+    ASSERT_EQ(sleeps.size(), 1u);
+    EXPECT_LE(sleeps[0], 2'700'000u);
+    EXPECT_GT(sleeps[0], 2'000'000u);
+    EXPECT_EQ(polls, 4);
+    // The caller's timeout bounds the sleep, and a wait that times out in
+    // it returns at once.
+    decode = learnt({ 2900, 2800, 3000, 2850 });
+    decode.submittedAt = kp::internal::WaitClock::now();
+    sleeps.clear();
+    polls = 0;
+    result = kp::internal::waitForSubmission(
+      decode, gpu, 50'000, [&] { return ++polls > 1000000; },
+      [&](uint64_t ns) {
+          sleeps.push_back(ns);
+          return vk::Result::eTimeout;
+      });
+    EXPECT_EQ(result, vk::Result::eTimeout);
+    ASSERT_EQ(sleeps.size(), 1u);
+    EXPECT_EQ(sleeps[0], 50'000u);
+    EXPECT_EQ(polls, 1);
+    // Work that ends during the sleep is learnt and returned.
+    decode = learnt({ 2900, 2800, 3000, 2850 });
+    decode.submittedAt = kp::internal::WaitClock::now();
+    size_t learntBefore = decode.next;
+    result = kp::internal::waitForSubmission(
+      decode, gpu, UINT64_MAX, [] { return false; }, [](uint64_t) { return vk::Result::eSuccess; });
+    EXPECT_EQ(result, vk::Result::eSuccess);
+    EXPECT_EQ(decode.next, (learntBefore + 1) % kp::internal::WaitHistory::kSize);
+}

@@ -65,7 +65,9 @@ enum class WaitStrategy
 {
     /** Polls for a short time adapted to the sequence's recent durations
      * (at most the Manager's spin limit), then blocks in the driver. Work
-     * that recently took longer than the limit blocks at once. The
+     * that recently took longer than twice the limit sleeps in the driver
+     * until the limit before its shortest recent duration, then polls its
+     * end (up to twice the limit) before it blocks. The
      * default; on CPU drivers (lavapipe) it blocks at once, since a polling
      * thread takes a core from the device itself. */
     eAuto = 0,

@@ -542,8 +542,9 @@ NB_MODULE(_kp, m)
       .value("auto",
              kp::WaitStrategy::eAuto,
              "Polls for a short time adapted to the sequence's recent durations (at most the "
-             "manager's spin limit), then blocks; on CPU drivers it blocks at once (the "
-             "default).")
+             "manager's spin limit), then blocks; long work sleeps until shortly before its "
+             "shortest recent duration, then polls its end; on CPU drivers it blocks at once "
+             "(the default).")
       .value("spin",
              kp::WaitStrategy::eSpin,
              "Polls until the work is done: the lowest latency, one CPU core busy meanwhile.")

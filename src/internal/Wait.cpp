@@ -113,6 +113,29 @@ spinBudgetNs(const WaitHistory& history, const WaitSettings& settings, uint64_t 
     return std::min(budget, timeoutNs);
 }
 
+uint64_t
+pollFromNs(const WaitHistory& history, const WaitSettings& settings)
+{
+    if (settings.strategy() != WaitStrategy::eAuto || settings.cpuDevice() || history.count == 0) {
+        return 0;
+    }
+    auto recent = history.recentNs.begin();
+    auto end = recent + static_cast<std::ptrdiff_t>(history.count);
+    uint64_t limit = settings.spinLimitNs();
+    // Long work as spinBudgetNs judges it (the upper quartile past the
+    // limit: it polls nothing then); the shortest duration sets the wake-up,
+    // so that a faster submission than the typical one is still polled.
+    std::array<uint64_t, WaitHistory::kSize> sorted = history.recentNs;
+    auto sortedEnd = sorted.begin() + static_cast<std::ptrdiff_t>(history.count);
+    auto quartile = sorted.begin() + static_cast<std::ptrdiff_t>(history.count * 3 / 4);
+    std::nth_element(sorted.begin(), quartile, sortedEnd);
+    if (*quartile <= limit) {
+        return 0;
+    }
+    uint64_t shortest = *std::min_element(recent, end);
+    return shortest > 2 * limit ? shortest - limit : 0;
+}
+
 void
 learn(WaitHistory& history, WaitClock::time_point completedAt)
 {

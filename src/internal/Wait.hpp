@@ -7,9 +7,13 @@
 // primitive sees the end sooner but keeps a core busy. The auto strategy
 // polls only as long as the sequence's recent submissions lasted (with a
 // margin, and never beyond a limit), so short work returns at the polling
-// figure and long work blocks at once.
+// figure. Long work (an LLM's decode step: milliseconds) sleeps in the driver
+// until a limit before the shortest recent duration, then polls its end, so
+// it too returns at the polling figure while the core sleeps through most of
+// the wait (H100, kompute-llm tg128 Q4_0: 345 t/s blocking, 351 polling).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -62,6 +66,14 @@ noteSubmitted(WaitHistory& history)
 uint64_t
 spinBudgetNs(const WaitHistory& history, const WaitSettings& settings, uint64_t timeoutNs);
 
+/** For long work under eAuto (its recent durations past the spin limit, on
+ * a GPU): how long after its submission a wait stops sleeping and polls,
+ * the shortest recent duration less the limit; 0 where the wait does not
+ * sleep first (other strategies, short work, nothing learnt yet, CPU
+ * drivers). */
+uint64_t
+pollFromNs(const WaitHistory& history, const WaitSettings& settings);
+
 /** Adds the duration of a submission that completed at `completedAt`. */
 void
 learn(WaitHistory& history, WaitClock::time_point completedAt);
@@ -92,7 +104,27 @@ waitForSubmission(WaitHistory& history,
     }
     WaitClock::time_point start = WaitClock::now();
     uint64_t spin = spinBudgetNs(history, settings, timeoutNs);
-    uint64_t waited = 0;
+    uint64_t pollFrom = pollFromNs(history, settings);
+    if (pollFrom != 0) {
+        // Long work: sleep in the driver until shortly before the shortest
+        // recent duration (the limit covers the wake-up's lateness), then
+        // poll the end for up to twice the limit.
+        uint64_t sinceSubmission = elapsedNs(history.submittedAt, start);
+        if (sinceSubmission < pollFrom) {
+            uint64_t sleep = std::min(pollFrom - sinceSubmission, timeoutNs);
+            vk::Result result = block(sleep);
+            if (result == vk::Result::eSuccess) {
+                learn(history, WaitClock::now());
+                return result;
+            }
+            if (result != vk::Result::eTimeout || sleep == timeoutNs) {
+                return result;
+            }
+        }
+        uint64_t waited = elapsedNs(start, WaitClock::now());
+        spin = waited >= timeoutNs ? 0 : std::min(2 * settings.spinLimitNs(), timeoutNs - waited) + waited;
+    }
+    uint64_t waited = elapsedNs(start, WaitClock::now());
     while (waited < spin) {
         pauseInPollingLoop();
         if (poll()) {

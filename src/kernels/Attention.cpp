@@ -297,7 +297,7 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
           check.device(), decodeTensors, kernels::builtinSpirv(flash->variant),
           kernels::grid(uint64_t(p.rows) * p.kvHeads * flash->splits, caps, "OpAttention"),
           { flash->local, p.headDim, group, flash->minChunk, causal, flash->lanes, flash->vecsPerLane,
-            flash->rowsPerPass, flash->subgroups, outHalf },
+            flash->rowsPerPass, flash->subgroups, outHalf, caps.isDisabled("attention-decode-ahead") ? 0u : 1u },
           decodePush));
         setPath("decode-flash-subgroup");
         return;

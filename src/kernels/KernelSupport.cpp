@@ -43,7 +43,7 @@ kernelPathNames()
     static const std::vector<std::string> names = { "subgroup",     "matvec",      "staged",
                                                     "matvec-qx",    "matvec-float", "coopmat-nv",
                                                     "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
-                                                    "attention-coopmat", "attention-decode-flash",
+                                                    "attention-coopmat", "attention-decode-flash", "attention-decode-ahead",
                                                     "grouped-blocks", "matvec-x-pass", "matvec-rope",
                                                     "gemm-swiglu" };
     return names;

@@ -515,12 +515,12 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
         { 4, 4, 16, DataTypes::eFloat, 4, 0, 16 },   // 4 lanes per row, f32, small splits
     };
     // One shape and context length on the kernel the library picks, or
-    // with attention-decode-flash disabled on the split kernel.
+    // with a path disabled (attention-decode-flash: the split kernel).
     auto check = [&](const Shape& shape, uint32_t length, const char* disabled) {
         SCOPED_TRACE(shortName(shape.type) + " heads " + std::to_string(shape.heads) + "/" +
                      std::to_string(shape.kvHeads) + " x " + std::to_string(shape.headDim) + " kvOffset " +
                      std::to_string(shape.kvOffset) + " chunk " + std::to_string(shape.decodeChunk) + " context " +
-                     std::to_string(length) + (disabled ? " split kernel" : ""));
+                     std::to_string(length) + (disabled ? std::string(" without ") + disabled : std::string()));
         kp::AttentionParams p;
         p.rows = 2;
         p.heads = shape.heads;
@@ -551,7 +551,8 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
             DisablePaths paths(disabled);
             op = std::make_shared<kp::OpAttention>(Tensors{ q, k, v, pos, out }, p);
         }
-        EXPECT_EQ(op->path(), disabled ? "decode-split-subgroup" : "decode-flash-subgroup");
+        bool split = disabled != nullptr && std::string(disabled) == "attention-decode-flash";
+        EXPECT_EQ(op->path(), split ? "decode-split-subgroup" : "decode-flash-subgroup");
         runOp(mgr(), { q, k, v, pos }, op, { out });
         auto expected = hostAttention(qv, kv, vv, { positions[1], positions[2] }, p);
         EXPECT_TRUE(near(floatsOf(*out), expected, 2e-4f, 1.0f));
@@ -565,6 +566,14 @@ TEST_F(TransformerKernelTest, DecodeOnSubgroupsMatchesTheHostAtEveryLength)
                 }
                 check(shape, length, disabled);
             }
+        }
+    }
+    // The subgroup kernel with each pass's loads after the pass before
+    // (attention-decode-ahead disabled) instead of during it: odd and even
+    // counts of passes, one split or several.
+    for (size_t i : { 0, 2, 5 }) {
+        for (uint32_t length : { 65u, 129u, 257u, 1000u }) {
+            check(shapes[i], length, "attention-decode-ahead");
         }
     }
     // The subgroup kernel's other local sizes and rows per pass

@@ -13,7 +13,8 @@
 // lanes of a subgroup share a K (and V) row, NV vectors of 4 values each,
 // and each row slot (T / LANES of them) walks the rows slot, slot + SLOTS,
 // ... of the chunk, RPT rows per pass, every K and V load of a pass issued
-// before any is used. Its lanes sum their dot products with shuffles, and
+// before any is used, and those of the next pass before this one is
+// computed (two sets of registers). Its lanes sum their dot products with shuffles, and
 // keep for each of the GROUP query heads that share the KV head (each K
 // and V vector is read once for all of them) a running maximum, sum of
 // exponentials and unnormalized output (an online softmax). The slots of a
@@ -40,6 +41,9 @@ layout(constant_id = 7) const uint RPT = 8;
 layout(constant_id = 8) const uint SUBGROUPS = 4;
 // f16 output (f16 caches only: AttentionOut.glsl).
 layout(constant_id = 9) const uint OUT_HALF = 0;
+// 1: the next pass's K and V loaded while this pass is computed (two sets
+// of registers); 0: a pass's loads wait for the pass before (one set).
+layout(constant_id = 10) const uint LOAD_AHEAD = 1;
 
 const uint VECS = HEAD_DIM / 4;
 const uint PARTIAL_STRIDE = VECS + 1; // vec4s per partial result: output, (m, l, 0, 0)
@@ -138,29 +142,32 @@ void main()
     uint headBase = p.kvOffset + kvHead * HEAD_DIM + 4 * firstVec;
 
     // K and V of the RPT rows of this slot in the pass at j0, those before
-    // `end` (zero after it).
+    // `end` (zero after it), into KR and VR: two sets of registers, so that
+    // the next pass's loads are in flight while this pass is computed.
     RAW kr[RPT * NR];
     RAW vr[RPT * NR];
-#define LOAD_PASS(j0, end)                                                                                        \
+    RAW kr2[RPT * NR];
+    RAW vr2[RPT * NR];
+#define LOAD_PASS(KR, VR, j0, end)                                                                                \
     for (uint r = 0; r < RPT; ++r) {                                                                              \
         uint j = (j0) + r * slots + slot;                                                                         \
         for (uint w = 0; w < NR; ++w) {                                                                           \
             bool inside = firstVec + w * RAW_VECS < VECS && j < (end);                                            \
-            kr[r * NR + w] = inside ? RAW_LOAD(k, headBase + j * p.kvRowStride + 4 * RAW_VECS * w) : RAW(0); \
+            KR[r * NR + w] = inside ? RAW_LOAD(k, headBase + j * p.kvRowStride + 4 * RAW_VECS * w) : RAW(0);      \
         }                                                                                                         \
     }                                                                                                             \
     for (uint r = 0; r < RPT; ++r) {                                                                              \
         uint j = (j0) + r * slots + slot;                                                                         \
         for (uint w = 0; w < NR; ++w) {                                                                           \
             bool inside = firstVec + w * RAW_VECS < VECS && j < (end);                                            \
-            vr[r * NR + w] = inside ? RAW_LOAD(v, headBase + j * p.kvRowStride + 4 * RAW_VECS * w) : RAW(0); \
+            VR[r * NR + w] = inside ? RAW_LOAD(v, headBase + j * p.kvRowStride + 4 * RAW_VECS * w) : RAW(0);      \
         }                                                                                                         \
     }
     // The first workgroup of a pair starts at position 0 whatever the
     // length: its first pass is loaded (up to the capacity) while the
     // position is read, and the rows past the context are masked below.
     if (split == 0) {
-        LOAD_PASS(0, p.kvCapacity)
+        LOAD_PASS(kr, vr, 0, p.kvCapacity)
     }
 
     // The lane's part of the GROUP scaled queries.
@@ -197,49 +204,77 @@ void main()
         }
     }
 
-    // The loop bounds are uniform, so every lane reaches the shuffles.
-    for (uint j0 = chunkStart; j0 < chunkEnd; j0 += passRows) {
-        if (j0 != 0) {
-            LOAD_PASS(j0, chunkEnd)
+    // One pass: the scores of its rows, then the online softmax's update of
+    // m, l and o (the loop bounds are uniform, so every lane reaches the
+    // shuffles).
+#define COMPUTE_PASS(KR, VR, j0)                                                                                  \
+    {                                                                                                             \
+        float s[RPT * GROUP];                                                                                     \
+        for (uint r = 0; r < RPT; ++r) {                                                                          \
+            for (uint h = 0; h < GROUP; ++h) {                                                                    \
+                float acc = 0.0;                                                                                  \
+                for (uint u = 0; u < NV; ++u) {                                                                   \
+                    acc += dot(qv[h * NV + u], unpackRaw(KR[r * NR + u / RAW_VECS], u % RAW_VECS));               \
+                }                                                                                                 \
+                s[r * GROUP + h] = acc;                                                                           \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (uint offset = 1; offset < LANES; offset *= 2) {                                                      \
+            for (uint i = 0; i < RPT * GROUP; ++i) {                                                              \
+                s[i] += subgroupShuffleXor(s[i], offset);                                                         \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (uint h = 0; h < GROUP; ++h) {                                                                        \
+            float mNew = m[h];                                                                                    \
+            for (uint r = 0; r < RPT; ++r) {                                                                      \
+                if ((j0) + r * slots + slot < chunkEnd) {                                                         \
+                    mNew = max(mNew, s[r * GROUP + h]);                                                           \
+                }                                                                                                 \
+            }                                                                                                     \
+            float rescale = exp(m[h] - mNew);                                                                     \
+            l[h] *= rescale;                                                                                      \
+            for (uint u = 0; u < NV; ++u) {                                                                       \
+                o[h * NV + u] *= rescale;                                                                         \
+            }                                                                                                     \
+            for (uint r = 0; r < RPT; ++r) {                                                                      \
+                /* Selected, not weighted by 0: a row past the context */                                         \
+                /* (loaded early, see above) may hold NaN. */                                                     \
+                bool inside = (j0) + r * slots + slot < chunkEnd;                                                 \
+                float e = inside ? exp(s[r * GROUP + h] - mNew) : 0.0;                                            \
+                l[h] += e;                                                                                        \
+                for (uint u = 0; u < NV; ++u) {                                                                   \
+                    o[h * NV + u] += inside ? e * unpackRaw(VR[r * NR + u / RAW_VECS], u % RAW_VECS) : vec4(0.0); \
+                }                                                                                                 \
+            }                                                                                                     \
+            m[h] = mNew;                                                                                          \
+        }                                                                                                         \
+    }
+
+    // Two passes a turn, each set of registers loaded a pass ahead of its
+    // use: the loads of pass n + 1 are in flight while pass n is computed
+    // (the chain of a pass's loads and arithmetic is what a decode
+    // attention's time is; docs/performance.md).
+    if (chunkStart != 0) {
+        LOAD_PASS(kr, vr, chunkStart, chunkEnd)
+    }
+    if (LOAD_AHEAD == 0) {
+        for (uint j0 = chunkStart; j0 < chunkEnd; j0 += passRows) {
+            if (j0 != chunkStart) {
+                LOAD_PASS(kr, vr, j0, chunkEnd)
+            }
+            COMPUTE_PASS(kr, vr, j0)
         }
-        float s[RPT * GROUP];
-        for (uint r = 0; r < RPT; ++r) {
-            for (uint h = 0; h < GROUP; ++h) {
-                float acc = 0.0;
-                for (uint u = 0; u < NV; ++u) {
-                    acc += dot(qv[h * NV + u], unpackRaw(kr[r * NR + u / RAW_VECS], u % RAW_VECS));
-                }
-                s[r * GROUP + h] = acc;
-            }
+    } else for (uint j0 = chunkStart; j0 < chunkEnd; j0 += 2 * passRows) {
+        bool second = j0 + passRows < chunkEnd;
+        if (second) {
+            LOAD_PASS(kr2, vr2, j0 + passRows, chunkEnd)
         }
-        for (uint offset = 1; offset < LANES; offset *= 2) {
-            for (uint i = 0; i < RPT * GROUP; ++i) {
-                s[i] += subgroupShuffleXor(s[i], offset);
+        COMPUTE_PASS(kr, vr, j0)
+        if (second) {
+            if (j0 + 2 * passRows < chunkEnd) {
+                LOAD_PASS(kr, vr, j0 + 2 * passRows, chunkEnd)
             }
-        }
-        for (uint h = 0; h < GROUP; ++h) {
-            float mNew = m[h];
-            for (uint r = 0; r < RPT; ++r) {
-                if (j0 + r * slots + slot < chunkEnd) {
-                    mNew = max(mNew, s[r * GROUP + h]);
-                }
-            }
-            float rescale = exp(m[h] - mNew);
-            l[h] *= rescale;
-            for (uint u = 0; u < NV; ++u) {
-                o[h * NV + u] *= rescale;
-            }
-            for (uint r = 0; r < RPT; ++r) {
-                // Selected, not weighted by 0: a row past the context
-                // (loaded early, see above) may hold NaN.
-                bool inside = j0 + r * slots + slot < chunkEnd;
-                float e = inside ? exp(s[r * GROUP + h] - mNew) : 0.0;
-                l[h] += e;
-                for (uint u = 0; u < NV; ++u) {
-                    o[h * NV + u] += inside ? e * unpackRaw(vr[r * NR + u / RAW_VECS], u % RAW_VECS) : vec4(0.0);
-                }
-            }
-            m[h] = mNew;
+            COMPUTE_PASS(kr2, vr2, j0 + passRows)
         }
     }
 

@@ -655,45 +655,39 @@ TEST(WaitBudget, LongWorkSleepsThenPollsItsEnd)
     gpu.set(kp::WaitStrategy::eBlock, 100'000);
     EXPECT_EQ(pollFromNs(decode, gpu), 0u);
 
-    // The wait itself: one timed sleep up to the poll point, then polls.
+    // The wait itself, on a decode-like history submitted just now: the
+    // driver's waits (`sleeps`, each returning `slept`) and the polls, the
+    // work done at poll `donePoll`.
     gpu.set(kp::WaitStrategy::eAuto, 100'000);
-    decode = learnt({ 2900, 2800, 3000, 2850 });
-    decode.submittedAt = kp::internal::WaitClock::now();
     std::vector<uint64_t> sleeps;
     int polls = 0;
-    vk::Result result = kp::internal::waitForSubmission(
-      decode, gpu, UINT64_MAX, [&] { return ++polls > 3; },
-      [&](uint64_t ns) {
-          sleeps.push_back(ns);
-          return vk::Result::eTimeout;
-      });
-    EXPECT_EQ(result, vk::Result::eSuccess);
+    auto wait = [&](uint64_t timeoutNs, int donePoll, vk::Result slept) {
+        decode = learnt({ 2900, 2800, 3000, 2850 });
+        decode.submittedAt = kp::internal::WaitClock::now();
+        sleeps.clear();
+        polls = 0;
+        return kp::internal::waitForSubmission(
+          decode, gpu, timeoutNs, [&] { return ++polls >= donePoll; },
+          [&](uint64_t ns) {
+              sleeps.push_back(ns);
+              return slept;
+          });
+    };
+    // One timed sleep up to the poll point, then polls.
+    EXPECT_EQ(wait(UINT64_MAX, 4, vk::Result::eTimeout), vk::Result::eSuccess);
     ASSERT_EQ(sleeps.size(), 1u);
     EXPECT_LE(sleeps[0], 2'700'000u);
     EXPECT_GT(sleeps[0], 2'000'000u);
     EXPECT_EQ(polls, 4);
     // The caller's timeout bounds the sleep, and a wait that times out in
     // it returns at once.
-    decode = learnt({ 2900, 2800, 3000, 2850 });
-    decode.submittedAt = kp::internal::WaitClock::now();
-    sleeps.clear();
-    polls = 0;
-    result = kp::internal::waitForSubmission(
-      decode, gpu, 50'000, [&] { return ++polls > 1000000; },
-      [&](uint64_t ns) {
-          sleeps.push_back(ns);
-          return vk::Result::eTimeout;
-      });
-    EXPECT_EQ(result, vk::Result::eTimeout);
+    EXPECT_EQ(wait(50'000, 1'000'000, vk::Result::eTimeout), vk::Result::eTimeout);
     ASSERT_EQ(sleeps.size(), 1u);
     EXPECT_EQ(sleeps[0], 50'000u);
     EXPECT_EQ(polls, 1);
     // Work that ends during the sleep is learnt and returned.
-    decode = learnt({ 2900, 2800, 3000, 2850 });
-    decode.submittedAt = kp::internal::WaitClock::now();
-    size_t learntBefore = decode.next;
-    result = kp::internal::waitForSubmission(
-      decode, gpu, UINT64_MAX, [] { return false; }, [](uint64_t) { return vk::Result::eSuccess; });
-    EXPECT_EQ(result, vk::Result::eSuccess);
-    EXPECT_EQ(decode.next, (learntBefore + 1) % kp::internal::WaitHistory::kSize);
+    EXPECT_EQ(wait(UINT64_MAX, 1'000'000, vk::Result::eSuccess), vk::Result::eSuccess);
+    EXPECT_EQ(sleeps.size(), 1u);
+    EXPECT_EQ(polls, 1);
+    EXPECT_EQ(decode.count, 5u); // the four durations given, and this one
 }

@@ -1364,6 +1364,9 @@ main(int argc, char** argv)
         }
         if (ctx.nv && !prefillShapes.empty() && (options.filter.empty() || pipelineOnly)) {
             const CoopmatShape& mma = prefillShapes.front();
+            const bool khrMma = ctx.khr && std::any_of(ctx.khrF16.begin(), ctx.khrF16.end(), [&](const CoopmatShape& s) {
+                                    return s.m == mma.m && s.n == mma.n && s.k == mma.k;
+                                });
             // The library's tile (128 x 128 x 64, one stage) on the f16
             // products, each part alone too; the quantized ones with B as
             // chunks and as words (CoopmatConfig::quantWords). (Rows
@@ -1394,6 +1397,7 @@ main(int argc, char** argv)
                 struct PipelineRow {
                     CoopmatConfig config;
                     std::string label;
+                    bool khr;
                 };
                 std::vector<PipelineRow> rows;
                 bool quant = isQuantized(g.b);
@@ -1417,8 +1421,20 @@ main(int argc, char** argv)
                             !coopmatProblem(c, ctx.view).empty()) {
                             continue;
                         }
-                        rows.push_back({ c, "pipeline " + coopmatLabel("nv", g, c) + (c.doubleBuffer ? " db" : " sb") +
-                                                (quant ? (words ? " words" : " chunks") : "") });
+                        // The NV form, and the KHR form (the library's
+                        // choice where the device has it: the same kernel
+                        // rewritten, whose speed and order of formats
+                        // differ; docs/matmul-tuning.md, thirteenth session).
+                        for (bool khr : { false, true }) {
+                            if (khr && !khrMma) {
+                                continue;
+                            }
+                            rows.push_back({ c,
+                                             "pipeline " + coopmatLabel(khr ? "khr" : "nv", g, c) +
+                                               (c.doubleBuffer ? " db" : " sb") +
+                                               (quant ? (words ? " words" : " chunks") : ""),
+                                             khr });
+                        }
                     }
                 }
                 // The parts each row is timed in (the quantized products'
@@ -1451,7 +1467,7 @@ main(int argc, char** argv)
                     for (uint32_t part : parts) {
                         spec[20] = part; // TIMING_PART
                         warm();
-                        runGemm(ctx, options, partLabel(row, part), g, data, coopmatSpirv(row.config, false, false),
+                        runGemm(ctx, options, partLabel(row, part), g, data, coopmatSpirv(row.config, row.khr, false),
                                 spec, tile, true, part != 0);
                     }
                 }

@@ -22,6 +22,18 @@ namespace {
 // varies a little from one submission to the next.
 constexpr uint64_t kSpinMarginNs = 5'000;
 
+/** The upper quartile of a history's recent durations (count > 0): one
+ * slow submission does not turn polling off for the next ones. */
+uint64_t
+typicalNs(const WaitHistory& history)
+{
+    std::array<uint64_t, WaitHistory::kSize> recent = history.recentNs;
+    auto end = recent.begin() + static_cast<std::ptrdiff_t>(history.count);
+    auto quartile = recent.begin() + static_cast<std::ptrdiff_t>(history.count * 3 / 4);
+    std::nth_element(recent.begin(), quartile, end);
+    return *quartile;
+}
+
 } // namespace
 
 WaitStrategy
@@ -99,13 +111,7 @@ spinBudgetNs(const WaitHistory& history, const WaitSettings& settings, uint64_t 
                 budget = limit;
                 break;
             }
-            // The upper quartile of the recent durations: one slow
-            // submission does not turn polling off for the next ones.
-            std::array<uint64_t, WaitHistory::kSize> recent = history.recentNs;
-            auto end = recent.begin() + static_cast<std::ptrdiff_t>(history.count);
-            auto quartile = recent.begin() + static_cast<std::ptrdiff_t>(history.count * 3 / 4);
-            std::nth_element(recent.begin(), quartile, end);
-            uint64_t typical = *quartile;
+            uint64_t typical = typicalNs(history);
             budget = typical > limit ? 0 : std::min(limit, typical + typical / 2 + kSpinMarginNs);
             break;
         }
@@ -119,20 +125,15 @@ pollFromNs(const WaitHistory& history, const WaitSettings& settings)
     if (settings.strategy() != WaitStrategy::eAuto || settings.cpuDevice() || history.count == 0) {
         return 0;
     }
-    auto recent = history.recentNs.begin();
-    auto end = recent + static_cast<std::ptrdiff_t>(history.count);
+    // Long work as spinBudgetNs judges it (it polls nothing then); the
+    // shortest duration sets the wake-up, so that a submission faster than
+    // the typical one is still polled.
     uint64_t limit = settings.spinLimitNs();
-    // Long work as spinBudgetNs judges it (the upper quartile past the
-    // limit: it polls nothing then); the shortest duration sets the wake-up,
-    // so that a faster submission than the typical one is still polled.
-    std::array<uint64_t, WaitHistory::kSize> sorted = history.recentNs;
-    auto sortedEnd = sorted.begin() + static_cast<std::ptrdiff_t>(history.count);
-    auto quartile = sorted.begin() + static_cast<std::ptrdiff_t>(history.count * 3 / 4);
-    std::nth_element(sorted.begin(), quartile, sortedEnd);
-    if (*quartile <= limit) {
+    if (typicalNs(history) <= limit) {
         return 0;
     }
-    uint64_t shortest = *std::min_element(recent, end);
+    auto recent = history.recentNs.begin();
+    uint64_t shortest = *std::min_element(recent, recent + static_cast<std::ptrdiff_t>(history.count));
     return shortest > 2 * limit ? shortest - limit : 0;
 }
 

@@ -66,11 +66,11 @@ noteSubmitted(WaitHistory& history)
 uint64_t
 spinBudgetNs(const WaitHistory& history, const WaitSettings& settings, uint64_t timeoutNs);
 
-/** For long work under eAuto (its recent durations past the spin limit, on
- * a GPU): how long after its submission a wait stops sleeping and polls,
- * the shortest recent duration less the limit; 0 where the wait does not
- * sleep first (other strategies, short work, nothing learnt yet, CPU
- * drivers). */
+/** For long work under eAuto on a GPU (the upper quartile of its recent
+ * durations past the spin limit, the shortest past twice it): how long
+ * after its submission a wait stops sleeping and polls, the shortest
+ * recent duration less the limit; 0 where the wait does not sleep first
+ * (other strategies, shorter work, nothing learnt yet, CPU drivers). */
 uint64_t
 pollFromNs(const WaitHistory& history, const WaitSettings& settings);
 

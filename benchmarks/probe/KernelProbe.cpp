@@ -450,12 +450,15 @@ class Context
 
     /** Median milliseconds of one dispatch: `perSample` dispatches between
      * two timestamps (pushes[i % pushes.size()] each, so inputs can rotate),
-     * `samples` times. */
+     * `samples` times, a barrier after each unless `barriers` is false (for
+     * timings only: the dispatches then overlap, what a chain of dependent
+     * dispatches would gain without the barriers between them). */
     double timeDispatches(const Pipeline& p,
                           const std::vector<std::vector<uint8_t>>& pushes,
                           const uint32_t groups[3],
                           int perSample,
-                          int samples)
+                          int samples,
+                          bool barriers = true)
     {
         if (beforeTiming && !mTiming) {
             mTiming = true;
@@ -474,6 +477,9 @@ class Context
                     vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                        static_cast<uint32_t>(push.size()), push.data());
                     vkCmdDispatch(cmd, groups[0], groups[1], groups[2]);
+                    if (!barriers) {
+                        continue;
+                    }
                     VkMemoryBarrier barrier{ VK_STRUCTURE_TYPE_MEMORY_BARRIER };
                     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
                     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -1040,10 +1046,16 @@ runMatVec(Context& ctx,
           bool partRow = false)
 {
     // part: the quantized-x mode's TIMING_PART (1: x only, 2: weights only,
-    // 3: the weights' loads only);
+    // 3: the weights' loads only), or 4: the whole kernel with no barrier
+    // between its dispatches (what the dependent products of a decode step
+    // would take if nothing drained the GPU between them);
     // partRow: a row of the parts' table, the whole kernel labelled part 0.
+    const bool noBarriers = part == 4;
     std::string name = matVecName(ctx, rows, k, wType, config, intDot) +
-                       (part ? " part " + std::to_string(part) + " (timing only)" : partRow ? " part 0 (whole)" : "");
+                       (noBarriers ? " part 4 (no barriers, timing only)"
+                        : part     ? " part " + std::to_string(part) + " (timing only)"
+                        : partRow  ? " part 0 (whole)"
+                                   : "");
     if (!options.selects(name)) {
         return;
     }
@@ -1067,7 +1079,7 @@ runMatVec(Context& ctx,
     try {
         // (Binding 3, the norm's weights of MatMulParams::normA, holds x: unread.)
         std::vector<uint32_t> spec = matVecSpecialization(config, variant);
-        spec[17] = part; // TIMING_PART
+        spec[17] = noBarriers ? 0u : part; // TIMING_PART
         Pipeline p = ctx.pipeline(spirvArray, { &x.buffer, &w.buffer, &out, &x.buffer }, sizeof(MatVecPush), spec);
         std::vector<std::vector<uint8_t>> pushes;
         for (uint32_t copy = 0; copy < copies; ++copy) {
@@ -1075,7 +1087,7 @@ runMatVec(Context& ctx,
             pushes.push_back(bytesOf(push));
         }
         uint32_t groups[3] = { matVecGroups(config, rows), 1, 1 };
-        double ms = ctx.timeDispatches(p, pushes, groups, options.quick ? 1 : 32, options.quick ? 1 : 7);
+        double ms = ctx.timeDispatches(p, pushes, groups, options.quick ? 1 : 32, options.quick ? 1 : 7, !noBarriers);
         // Check the first copy (the last dispatch used copy (reps - 1) % copies: rerun copy 0).
         ctx.timeDispatches(p, { pushes[0] }, groups, 1, 1);
         auto result = ctx.download(out);
@@ -1094,7 +1106,7 @@ runMatVec(Context& ctx,
             worst = std::max(worst, std::fabs(got - sum) / magnitude);
         }
         double tolerance = intDot ? 1.0 / 127 : 1e-4;
-        if (part) {
+        if (part && !noBarriers) {
             worst = 0; // a part's result is not the product
         }
         report(name, ms, bytes / (ms * 1e-3) / 1e9, "GB/s", worst, worst <= tolerance);
@@ -1664,8 +1676,9 @@ main(int argc, char** argv)
                     }
                 }
                 for (const auto& config : partConfigs) {
-                    // The whole kernel beside its parts (part 0).
-                    for (uint32_t part : { 0u, 1u, 2u, 3u }) {
+                    // The whole kernel beside its parts (part 0), and
+                    // without the barriers between its dispatches (part 4).
+                    for (uint32_t part : { 0u, 1u, 2u, 3u, 4u }) {
                         warm();
                         runMatVec(ctx, options, rows, k, w, data, config, true, part, true);
                     }

@@ -263,7 +263,14 @@ Sequence::recordDeclaredOp(const std::shared_ptr<OpBase>& op, bool declared)
     if (!mRecording) {
         beginBatch();
     }
-    mBarriers->beforeOperation(mCommandBuffer, declared, mBarriers->declarations());
+    OpBase::ChainLink waits = op->chainWait();
+    if (mBarriers->chainMismatch(waits)) {
+        // (Before anything of the operation is recorded.)
+        throw Error(format("Sequence::record: the operation waits for slot {} of a dispatch chain, which the "
+                           "operation recorded just before it does not signal (see MatMulParams::chained)",
+                           waits.slot));
+    }
+    mBarriers->beforeChainedOperation(mCommandBuffer, declared, mBarriers->declarations(), waits, op->chainSignal());
     {
         // Operations may bind compute pipelines of their own here: this
         // command buffer belongs to a compute-capable queue. Those that

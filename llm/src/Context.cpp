@@ -42,6 +42,22 @@ ropeInsideEverywhere()
     return true;
 }
 
+/** KOMPUTE_ENV_DECODE_CHAIN: "1" or "0" overrides
+ * ContextOptions::dispatchChain; other values are reported and ignored. */
+bool
+dispatchChainWanted(bool option)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_DECODE_CHAIN");
+    if (text == nullptr || *text == '\0') {
+        return option;
+    }
+    if (std::string(text) == "1" || std::string(text) == "0") {
+        return text[0] == '1';
+    }
+    KP_LOG_WARN("KOMPUTE_ENV_DECODE_CHAIN={} is ignored: it is 1 or 0", text);
+    return option;
+}
+
 /** The product with a fused option (normA, swigluA, swigluC, ropeC), or
  * null where the device or the library refuses it: the caller then records
  * the operations it replaces. */
@@ -127,6 +143,12 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mIds = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
     mPositions = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
     mArgmax = manager.tensorT<uint32_t>(std::vector<uint32_t>(1, 0));
+    if (dispatchChainWanted(options.dispatchChain) && !options.profile) {
+        // Word 0 (a wait gave up), then two words per slot: a layer's
+        // products take at most 5 (qkv, attn_output, gate_up, the x pass
+        // and ffn_down), and the output one.
+        mChain = manager.tensorT<uint32_t>(std::vector<uint32_t>(2 + 2 * (5 * size_t(c.blockCount) + 1), 0));
+    }
 
     mX = floats(manager, batch * c.embeddingLength);
     mNormed = floats(manager, batch * c.embeddingLength);
@@ -249,7 +271,38 @@ Context::record(Step& s)
     const std::shared_ptr<kp::Tensor>& attended = half ? mAttentionHalf : mAttention;
 
     std::vector<std::pair<std::shared_ptr<kp::OpBase>, std::string>> ops;
-    auto add = [&](std::shared_ptr<kp::OpBase> op, std::string label) { ops.emplace_back(std::move(op), std::move(label)); };
+    // A decode step's dispatch chain (ContextOptions::dispatchChain): the
+    // mat-vecs take slots in order, and one right after another chained
+    // one waits for it in its shaders instead of behind a barrier.
+    const bool chain = t == 1 && mChain != nullptr;
+    uint32_t nextSlot = 0;
+    bool chainOpen = false; // the last operation added signals the chain
+    auto add = [&](std::shared_ptr<kp::OpBase> op, std::string label) {
+        kp::OpBase::ChainLink signals = op->chainSignal();
+        chainOpen = signals.chain != nullptr;
+        if (chainOpen) {
+            nextSlot = signals.slot + 1;
+        }
+        ops.emplace_back(std::move(op), std::move(label));
+    };
+    // The product, chained where the step is (m = 1); where the library
+    // refuses it chained, as before; null where it refuses it at all and
+    // `mayRefuse` (a fused option: the caller then records what it fuses).
+    auto product = [&](std::vector<std::shared_ptr<kp::Memory>> tensors, const kp::MatMulParams& p,
+                       bool mayRefuse) -> std::shared_ptr<kp::OpMatMul> {
+        if (chain && p.m == 1) {
+            kp::MatMulParams chained = p;
+            chained.chained = true;
+            chained.chainSlot = nextSlot;
+            chained.chainWaits = chainOpen;
+            std::vector<std::shared_ptr<kp::Memory>> withChain = tensors;
+            withChain.push_back(mChain);
+            if (auto op = fusedMatMul(withChain, chained)) {
+                return op;
+            }
+        }
+        return mayRefuse ? fusedMatMul(tensors, p) : std::make_shared<kp::OpMatMul>(tensors, p);
+    };
 
     // Y[t, out] (+)= X[t, in] . W[out, in]^T, Y's rows `ldy` apart (0: out)
     // from `yOffset` on.
@@ -271,7 +324,7 @@ Context::record(Step& s)
     auto linear = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
                       bool accumulate, uint32_t rows, uint64_t xOffset, const std::string& label, uint32_t ldy = 0,
                       uint64_t yOffset = 0) {
-        add(std::make_shared<kp::OpMatMul>(x, w.tensor, y, linearParams(w, accumulate, rows, xOffset, ldy, yOffset)),
+        add(product({ x, w.tensor, y }, linearParams(w, accumulate, rows, xOffset, ldy, yOffset), false),
             label + " (OpMatMul)");
     };
     auto rmsNorm = [&](const std::shared_ptr<kp::Tensor>& x, const DeviceWeight& w, const std::shared_ptr<kp::Tensor>& y,
@@ -295,7 +348,7 @@ Context::record(Step& s)
             p.normA = true;
             p.normEps = c.rmsEpsilon;
             p.normOffset = norm.offset;
-            if (auto fused = fusedMatMul({ mX, w.tensor, y, norm.tensor }, p)) {
+            if (auto fused = product({ mX, w.tensor, y, norm.tensor }, p, true)) {
                 add(fused, label + " (OpMatMul, " + normLabel + " inside)");
                 return;
             }
@@ -366,16 +419,19 @@ Context::record(Step& s)
         p.ropeC = true;
         std::vector<std::shared_ptr<kp::Memory>> tensors{ mX, all.tensor, mQkv, w.attnNorm.tensor };
         p.rope = ropeParams(w, layer, tensors);
-        std::shared_ptr<kp::OpMatMul> product = fusedMatMul(tensors, p);
-        if (!product || (product->path() != "matvec" && !ropeInsideEverywhere())) {
+        std::shared_ptr<kp::OpMatMul> fused = product(tensors, p, true);
+        if (!fused || (fused->path() != "matvec" && !ropeInsideEverywhere())) {
             return false;
         }
-        add(product, "attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)");
+        add(fused, "attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)");
         return true;
     };
 
-    add(std::make_shared<kp::OpSyncDevice>(std::vector<std::shared_ptr<kp::Memory>>{ mIds, mPositions }),
-        "inputs (OpSyncDevice)");
+    std::vector<std::shared_ptr<kp::Memory>> inputs{ mIds, mPositions };
+    if (chain) {
+        inputs.push_back(mChain); // zeroed by run()
+    }
+    add(std::make_shared<kp::OpSyncDevice>(inputs), "inputs (OpSyncDevice)");
     {
         kp::GetRowsParams p;
         p.rows = t;
@@ -460,7 +516,7 @@ Context::record(Step& s)
             kp::MatMulParams down = linearParams(w.wDown, true, 1, ff, 0, 0);
             down.swigluA = true;
             down.gateOffsetA = 0;
-            if (auto fused = fusedMatMul({ mGate, w.wDown.tensor, mX }, down)) {
+            if (auto fused = product({ mGate, w.wDown.tensor, mX }, down, true)) {
                 add(fused, "ffn_down_swiglu (OpMatMul)");
                 continue; // the layer's last operation
             }
@@ -544,6 +600,11 @@ Context::record(Step& s)
             }
         }
     }
+    if (chain) {
+        // Whether a wait gave up (word 0), for run().
+        add(std::make_shared<kp::OpSyncLocal>(std::vector<std::shared_ptr<kp::Memory>>{ mChain }),
+            "chain (OpSyncLocal)");
+    }
 
     s.sequence = manager.sequence(mOptions.queueIndex, mOptions.profile ? static_cast<uint32_t>(ops.size()) : 0);
     for (auto& [op, label] : ops) {
@@ -556,19 +617,36 @@ void
 Context::run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Output output)
 {
     const uint32_t count = static_cast<uint32_t>(end - begin);
-    Step& s = step(count, output);
+    Step* s = &step(count, output);
     uint32_t* ids = mIds->data();
     uint32_t* positions = mPositions->data();
     for (uint32_t i = 0; i < count; ++i) {
         ids[i] = tokens[begin + i];
         positions[i] = mPosition + i;
     }
-    s.sequence->eval();
+    const bool chained = count == 1 && mChain != nullptr;
+    if (chained) {
+        std::fill(mChain->data(), mChain->data() + mChain->size(), 0u);
+    }
+    s->sequence->eval();
+    if (chained && mChain->data()[0] != 0) {
+        // A wait of the chain gave up: the step's results are wrong. Run
+        // it again with barriers (exact: a step starts from the tokens'
+        // embeddings and rewrites the same cache rows), and keep them.
+        KP_LOG_WARN("a decode step's dispatch chain gave up waiting on this device: the step runs again with "
+                    "barriers, and so does every later one");
+        mChain.reset();
+        for (auto it = mSteps.begin(); it != mSteps.end();) {
+            it = it->first.first == 1 ? mSteps.erase(it) : std::next(it);
+        }
+        s = &step(count, output);
+        s->sequence->eval();
+    }
     mPosition += count;
     if (mOptions.profile) {
-        std::vector<double> stamps = s.sequence->getTimestampsNs();
-        for (size_t i = 0; i + 1 < stamps.size() && i < s.labels.size(); ++i) {
-            const std::string& label = s.labels[i];
+        std::vector<double> stamps = s->sequence->getTimestampsNs();
+        for (size_t i = 0; i + 1 < stamps.size() && i < s->labels.size(); ++i) {
+            const std::string& label = s->labels[i];
             auto found = std::find_if(mProfile.begin(), mProfile.end(), [&](const OpTime& o) { return o.label == label; });
             if (found == mProfile.end()) {
                 mProfile.push_back({ label, 0.0, 0 });

@@ -783,6 +783,59 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
     }
 }
 
+// ContextOptions::dispatchChain: the decode steps' mat-vecs ordered by
+// their shaders instead of by barriers (MatMulParams::chained) give the
+// logits the barriers give, and the host reference's, in F16 (the float
+// mat-vec), Q8_0 and Q4_0 (the int-dot quantized-x mode, with the x pass
+// before ffn_down; "matvec-float" makes lavapipe take it), with
+// KOMPUTE_ENV_DECODE_CHAIN overriding the option either way. The
+// synchronization validation cannot see ordering done by the shaders'
+// atomics: it reports each chained read after a write as a hazard. So this
+// test's Manager runs the validation layer without it (its core checks stay
+// on, and fail the test as everywhere); every other test checks the
+// barriers the sequences record.
+TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
+{
+    kp_test::ScopedEnv noSyncValidation("VK_LAYER_ENABLES", nullptr);
+    std::unique_ptr<kp::Manager> manager = kp_test::makeManager();
+    const ModelConfig c = superBlockConfig();
+    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
+        SCOPED_TRACE(kp::llm::toString(type));
+        bool quant = type != TensorType::eF16;
+        if (quant && !manager->capabilities().integerDotProduct.supported) {
+            continue;
+        }
+        kp_test::DisablePaths disable(quant ? "matvec-float" : nullptr);
+        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+        auto model = Model::random(*manager, c, type, kSeed);
+        std::map<std::string, std::vector<std::vector<float>>> decoded;
+        for (const char* run : { "barriers", "chain", "env 0", "env 1" }) {
+            SCOPED_TRACE(run);
+            std::string name = run;
+            ContextOptions options{ 32 };
+            options.dispatchChain = name == "chain" || name == "env 0";
+            kp_test::ScopedEnv env("KOMPUTE_ENV_DECODE_CHAIN",
+                                   name == "env 0" ? "0" : (name == "env 1" ? "1" : nullptr));
+            Context context(model, options);
+            std::vector<float> logits;
+            std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+            context.evaluate(head, Logits::eLast, &logits);
+            for (size_t t = 5; t < kPrompt.size(); ++t) {
+                context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+                EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
+                decoded[name].push_back(logits);
+            }
+            // Greedy decoding reads the chain's word back beside the argmax.
+            EXPECT_LT(context.evaluateGreedy({ kPrompt[5] }), c.vocabSize);
+        }
+        // The same kernels' arithmetic, ordered otherwise: the same logits.
+        for (const char* run : { "chain", "env 1" }) {
+            EXPECT_EQ(decoded[run], decoded["barriers"]) << run;
+        }
+        EXPECT_EQ(decoded["env 0"], decoded["barriers"]);
+    }
+}
+
 // Q4_0 matrices of rows of whole groups of 8 blocks go to the device
 // grouped where the mat-vec takes integer dot products
 // (kp::preferredWeightFormat, kp::groupBlocks; the kernels read Q4_0X8),

@@ -50,6 +50,8 @@ BarrierTracker::reset()
     mUndeclaredPending = false;
     mBarrierCount = 0;
     mHostBarrier = false;
+    mSignalled = {};
+    mSignalledAfterAll = false;
 }
 
 BarrierTracker::Tracked&
@@ -77,6 +79,15 @@ BarrierTracker::recordBarrier(const vk::CommandBuffer& cmd,
     vk::MemoryBarrier barrier(srcAccess, dstAccess);
     cmd.pipelineBarrier(srcStages, dstStages, {}, 1, &barrier, 0, nullptr, 0, nullptr);
     ++mBarrierCount;
+    noteOrdered(srcStages, srcAccess, dstStages, dstAccess);
+}
+
+void
+BarrierTracker::noteOrdered(vk::PipelineStageFlags srcStages,
+                            vk::AccessFlags srcAccess,
+                            vk::PipelineStageFlags dstStages,
+                            vk::AccessFlags dstAccess)
+{
     // A global barrier orders every tracked access in its first scope, not
     // only the one it was recorded for.
     for (auto& tracked : mTracked) {
@@ -186,6 +197,38 @@ BarrierTracker::beforeOperation(const vk::CommandBuffer& cmd,
             tracked.readsOrderedBefore = vk::PipelineStageFlags();
         }
     }
+}
+
+bool
+BarrierTracker::chainMismatch(const OpBase::ChainLink& waits) const
+{
+    return waits.chain != nullptr && (waits.chain != mSignalled.chain || waits.slot != mSignalled.slot);
+}
+
+void
+BarrierTracker::beforeChainedOperation(const vk::CommandBuffer& cmd,
+                                       bool declared,
+                                       const std::vector<MemoryAccess>& accesses,
+                                       const OpBase::ChainLink& waits,
+                                       const OpBase::ChainLink& signals)
+{
+    bool chained = declared && waits.chain != nullptr && !chainMismatch(waits) && mSignalledAfterAll &&
+                   !mUndeclaredPending;
+    uint32_t barriersBefore = mBarrierCount;
+    bool first = !mAnyOperation;
+    if (chained) {
+        // The shader waits for the operation before it, which waited for
+        // (or came after a barrier behind) everything before it: as a
+        // barrier over the compute and transfer work would.
+        noteOrdered(kComputeAndTransfer, kComputeAndTransferWrites, kComputeAndTransfer, kComputeAndTransferAccess);
+    }
+    beforeOperation(cmd, declared, accesses);
+    // Everything before it is ordered before it: the chain, a barrier
+    // recorded in front of it (each covers all compute and transfer work),
+    // or nothing before it in the batch.
+    bool afterAll = chained || mBarrierCount != barriersBefore || first;
+    mSignalled = signals;
+    mSignalledAfterAll = signals.chain != nullptr && afterAll;
 }
 
 void

@@ -50,6 +50,22 @@ class BarrierTracker
     void beforeOperation(const vk::CommandBuffer& cmd,
                          bool declared,
                          const std::vector<MemoryAccess>& accesses);
+    /**
+     * The same for an operation of a dispatch chain (OpBase::chainWait):
+     * where `waits` is the link the operation recorded just before it
+     * signalled, and everything before that one was ordered before it (a
+     * barrier, or the chain itself), no barrier is recorded and the
+     * operation counts as ordered after all of it. `signals` is what the
+     * operation signals (OpBase::chainSignal), for the next one. Returns
+     * whether `waits` names a link and it is not the one signalled just
+     * before (the caller refuses the operation).
+     */
+    bool chainMismatch(const OpBase::ChainLink& waits) const;
+    void beforeChainedOperation(const vk::CommandBuffer& cmd,
+                                bool declared,
+                                const std::vector<MemoryAccess>& accesses,
+                                const OpBase::ChainLink& waits,
+                                const OpBase::ChainLink& signals);
 
     /** Records the barrier that makes the batch's writes visible to host
      * reads after the submission completes, if the host can read any of
@@ -86,6 +102,11 @@ class BarrierTracker
                        vk::AccessFlags srcAccess,
                        vk::PipelineStageFlags dstStages,
                        vk::AccessFlags dstAccess);
+    /** What a barrier with these scopes orders, noted without one. */
+    void noteOrdered(vk::PipelineStageFlags srcStages,
+                     vk::AccessFlags srcAccess,
+                     vk::PipelineStageFlags dstStages,
+                     vk::AccessFlags dstAccess);
 
     std::vector<Tracked> mTracked;
     std::vector<MemoryAccess> mMerged; // one operation's accesses, one per object and part
@@ -95,6 +116,11 @@ class BarrierTracker
     bool mUndeclaredPending = false;
     uint32_t mBarrierCount = 0;
     bool mHostBarrier = false;
+    // The dispatch chain: the link the last operation signalled (none if it
+    // signalled nothing), and whether everything before that operation was
+    // ordered before it (a barrier in front of it, or the chain).
+    OpBase::ChainLink mSignalled;
+    bool mSignalledAfterAll = false;
 };
 
 using PooledBarrierTracker = std::unique_ptr<BarrierTracker, BarrierTrackerRelease>;

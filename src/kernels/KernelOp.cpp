@@ -44,7 +44,9 @@ KernelOp::record(const vk::CommandBuffer& commandBuffer)
     for (auto& dispatch : mDispatches) {
         // Each dispatch may read what the previous one wrote (the passes of
         // one operation) or what earlier operations wrote.
-        if (&dispatch != &mDispatches.front() || !ordered) {
+        // (A chain's later passes wait for the one before in the shader.)
+        bool first = &dispatch == &mDispatches.front();
+        if ((!first && mChainSignal.chain == nullptr) || (first && !ordered)) {
             internal::recordBarrierBefore(commandBuffer,
                                           vk::PipelineStageFlagBits::eComputeShader,
                                           vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite);
@@ -54,6 +56,13 @@ KernelOp::record(const vk::CommandBuffer& commandBuffer)
         dispatch.algorithm->recordDispatch(commandBuffer);
         dispatch.recordedGeneration = dispatch.algorithm->generation();
     }
+}
+
+void
+KernelOp::setChain(const Memory* chain, uint32_t firstSlot, bool waits)
+{
+    mChainWait = waits ? ChainLink{ chain, firstSlot - 1 } : ChainLink{};
+    mChainSignal = ChainLink{ chain, firstSlot + static_cast<uint32_t>(mDispatches.size()) - 1 };
 }
 
 void

@@ -282,6 +282,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             names.push_back("bias");
         }
     }
+    if (given.chained) {
+        names.push_back("chain");
+    }
     Checker check(kOp, memObjects, names);
     const auto& device = check.device();
     Memory& a = *memObjects[0];
@@ -537,6 +540,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);
             }
         }
+        if (p.chained && problem.empty() && !oneRow) {
+            check.fail("chained takes the mat-vec of one row of C (m = 1), not of one column");
+        }
         if (problem.empty()) {
             // Units of 16 bytes of float weights; x in 4-element loads, or 8
             // for 16-bit x beside 16-bit weights.
@@ -559,6 +565,54 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             // "matvec-x-pass" turns it off.
             bool xPass = mv.glu && intDot && config.qxBlocks != 0 && config.qxBlocks * 32 >= p.k &&
                          !caps.isDisabled("matvec-x-pass");
+            // chained: the _chain builds, the chain's buffer at the binding
+            // after the others (Chain.glsl; 4, or 9 after the rotation's),
+            // its mode at specialization constant 22 and the dispatch's
+            // slot after the push constants. The x pass waits where the
+            // operation does, the product after it for the pass.
+            const std::shared_ptr<Memory>& chain = memObjects.back();
+            uint32_t dispatches = xPass ? 2 : 1;
+            if (p.chained) {
+                if (chain->dataType() != Memory::DataTypes::eUnsignedInt ||
+                    chain->size() < 2u + 2u * (uint64_t(p.chainSlot) + dispatches)) {
+                    check.fail(format("chained: the chain's buffer (the last tensor) must be eUnsignedInt with at "
+                                      "least 2 + 2 * (chainSlot + {}) = {} elements for slots {} to {}",
+                                      dispatches, 2u + 2u * (uint64_t(p.chainSlot) + dispatches), p.chainSlot,
+                                      p.chainSlot + dispatches - 1));
+                }
+                if (p.chainWaits && p.chainSlot == 0) {
+                    check.fail("chainWaits waits for slot chainSlot - 1: chainSlot must be at least 1");
+                }
+            }
+            auto chainConstants = [&](std::vector<uint32_t> constants, bool waits) {
+                if (p.chained) {
+                    constants.resize(23, 0u);
+                    constants[22] = (waits ? 1u : 0u) | 2u;
+                }
+                return constants;
+            };
+            auto chainBound = [&](std::vector<std::shared_ptr<Memory>> tensors) {
+                if (p.chained) {
+                    tensors.push_back(chain);
+                }
+                return tensors;
+            };
+            auto chainName = [&](std::string shader) { return p.chained ? shader + "_chain" : shader; };
+            struct ChainedPush
+            {
+                MatVecPush matVec;
+                uint32_t chainSlot;
+            };
+            auto addMatVec = [&](const std::vector<std::shared_ptr<Memory>>& tensors, const std::string& shader,
+                                 const Workgroup& at, const std::vector<uint32_t>& constants, const MatVecPush& values,
+                                 uint32_t slot, bool waits) {
+                if (p.chained) {
+                    addDispatch(buildAlgorithm(device, chainBound(tensors), builtinSpirv(chainName(shader)), at,
+                                               chainConstants(constants, waits), ChainedPush{ values, slot }));
+                } else {
+                    addDispatch(buildAlgorithm(device, tensors, builtinSpirv(shader), at, constants, values));
+                }
+            };
             if (xPass) {
                 // Per batch: k / 32 blocks of 8 words of int8 values and a
                 // (scale, scale * sum) pair (MatVec.comp's qxQuantsAt).
@@ -574,12 +628,8 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 passPush.outBatchStride = blocks * blockWords;
                 Workgroup passGrid{ groups(blocks, passConfig.threads), p.batch, 1 };
                 checkGrid(check, view, passGrid[0], passGrid[1], passGrid[2]);
-                addDispatch(buildAlgorithm(device,
-                                           { memObjects[0], memObjects[1], quantizedX, memObjects[0] },
-                                           builtinSpirv("matvec_int_dot"),
-                                           passGrid,
-                                           matVecSpecialization(passConfig, passVariant),
-                                           passPush));
+                addMatVec({ memObjects[0], memObjects[1], quantizedX, memObjects[0] }, "matvec_int_dot", passGrid,
+                          matVecSpecialization(passConfig, passVariant), passPush, p.chainSlot, p.chainWaits);
                 // The product reads that buffer as x.
                 mv.glu = false;
                 mv.qxSource = 2;
@@ -606,19 +656,41 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                     MatVecPush matVec;
                     RoPECachePush rope;
                 } ropePush{ push, rope.push };
+                struct
+                {
+                    MatVecPush matVec;
+                    RoPECachePush rope;
+                    uint32_t chainSlot;
+                } chainedRopePush{ push, rope.push, p.chainSlot };
                 std::vector<uint32_t> constants = matVecSpecialization(config, mv);
+                constants.resize(19, 0u); // (ids 19 to 21 follow the mat-vec's)
                 constants.insert(constants.end(), { static_cast<uint32_t>(rope.cacheType), r.hasFreqFactors ? 1u : 0u,
                                                     r.hasBias ? 1u : 0u });
-                addDispatch(buildAlgorithm(device, bound, builtinSpirv(shader + "_rope"), grid, constants, ropePush));
+                if (p.chained) {
+                    addDispatch(buildAlgorithm(device, chainBound(bound), builtinSpirv(chainName(shader + "_rope")),
+                                               grid, chainConstants(constants, p.chainWaits), chainedRopePush));
+                } else {
+                    addDispatch(
+                      buildAlgorithm(device, bound, builtinSpirv(shader + "_rope"), grid, constants, ropePush));
+                }
             } else {
-                addDispatch(buildAlgorithm(device, bound, builtinSpirv(shader), grid, matVecSpecialization(config, mv),
-                                           push));
+                // (After the x pass, the product waits for it.)
+                addMatVec(bound, shader, grid, matVecSpecialization(config, mv), push, p.chainSlot + dispatches - 1,
+                          xPass || p.chainWaits);
+            }
+            if (p.chained) {
+                setChain(chain.get(), p.chainSlot, p.chainWaits);
             }
             setPath(intDot ? "matvec-int-dot" : "matvec");
             return;
         }
     }
 
+    if (p.chained) {
+        check.fail(format("chained takes the mat-vec (m = 1), which '{}' does not run for this product: its "
+                          "dispatches are ordered by barriers (record it without chained)",
+                          view.name));
+    }
     if (p.swigluA || p.normA || p.ropeC) {
         check.fail(format("{} needs the mat-vec, which '{}' does not run here ({})",
                           p.swigluA ? "swigluA" : p.normA ? "normA" : "ropeC",

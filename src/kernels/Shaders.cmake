@@ -108,6 +108,12 @@ kompute_kernel_shader(matvec_int_dot MatVec.comp INT_DOT)
 # MatMulParams::ropeC: OpRoPECache's work as the mat-vec writes its row.
 kompute_kernel_shader(matvec_rope MatVec.comp ROPE_EPILOGUE)
 kompute_kernel_shader(matvec_int_dot_rope MatVec.comp INT_DOT ROPE_EPILOGUE)
+# MatMulParams::chained: each of the four ordered by the shader after the
+# dispatch before it (Chain.glsl).
+kompute_kernel_shader(matvec_chain MatVec.comp CHAIN)
+kompute_kernel_shader(matvec_int_dot_chain MatVec.comp INT_DOT CHAIN)
+kompute_kernel_shader(matvec_rope_chain MatVec.comp ROPE_EPILOGUE CHAIN)
+kompute_kernel_shader(matvec_int_dot_rope_chain MatVec.comp INT_DOT ROPE_EPILOGUE CHAIN)
 kompute_kernel_shader(getrows GetRows.comp)
 
 # The list of every variant by name.

@@ -1144,6 +1144,113 @@ TEST_F(MatMul, RejectsBadInputWithClearErrors)
                            { "tensor 'B' belongs to another Manager" }));
 }
 
+// MatMulParams::chained: three dependent mat-vecs (y = W1 x, z = W2 y, y
+// += W3 z) ordered by their shaders give the host's results, with no
+// barrier between them where each waits for the one before it (one before
+// the first, which waits for nothing); the chain's buffer holds each
+// slot's workgroups and its done word, and nothing gave up. Bad chains are
+// clear errors: the chain's buffer, the slot to wait for, a product that
+// is not a mat-vec, a wait for a slot the operation before does not
+// signal. The synchronization validation cannot see the shaders' ordering
+// (it reports the chained reads after writes as hazards): this test's
+// Manager runs the validation layer without it, its core checks on.
+TEST_F(MatMul, ChainedMatVecsOrderThemselves)
+{
+    ScopedEnv noSyncValidation("VK_LAYER_ENABLES", nullptr);
+    std::unique_ptr<kp::Manager> manager = makeManager();
+    const uint32_t n = 96;
+    std::mt19937 engine(5);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    auto values = [&](size_t count) {
+        std::vector<float> v(count);
+        for (float& e : v) {
+            e = uniform(engine);
+        }
+        return v;
+    };
+    std::vector<float> w1 = values(n * n), w2 = values(n * n), w3 = values(n * n), x = values(n);
+    auto product = [&](const std::vector<float>& w, const std::vector<float>& v) {
+        std::vector<float> out(n, 0.0f);
+        for (uint32_t r = 0; r < n; ++r) {
+            double sum = 0;
+            for (uint32_t k = 0; k < n; ++k) {
+                sum += double(w[size_t(r) * n + k]) * v[k];
+            }
+            out[r] = float(sum);
+        }
+        return out;
+    };
+    std::vector<float> y = product(w1, x), z = product(w2, y), expected = product(w3, z);
+    for (uint32_t i = 0; i < n; ++i) {
+        expected[i] += y[i];
+    }
+    for (bool chained : { false, true }) {
+        SCOPED_TRACE(chained ? "chained" : "barriers");
+        auto tx = manager->tensor(x), ty = manager->tensor(std::vector<float>(n, 0.0f)),
+             tz = manager->tensor(std::vector<float>(n, 0.0f));
+        auto t1 = manager->tensor(w1), t2 = manager->tensor(w2), t3 = manager->tensor(w3);
+        auto chain = manager->tensorT<uint32_t>(std::vector<uint32_t>(2 + 2 * 3, 0));
+        auto params = [&](uint32_t slot, float beta) {
+            kp::MatMulParams p = shape(1, n, n, false, true);
+            p.beta = beta;
+            p.chained = chained;
+            p.chainSlot = slot;
+            p.chainWaits = chained && slot > 0;
+            return p;
+        };
+        auto tensors = [&](std::vector<std::shared_ptr<kp::Memory>> list) {
+            if (chained) {
+                list.push_back(chain);
+            }
+            return list;
+        };
+        auto first = std::make_shared<kp::OpMatMul>(tensors({ tx, t1, ty }), params(0, 0.0f));
+        auto second = std::make_shared<kp::OpMatMul>(tensors({ ty, t2, tz }), params(1, 0.0f));
+        auto third = std::make_shared<kp::OpMatMul>(tensors({ tz, t3, ty }), params(2, 1.0f));
+        EXPECT_EQ(first->chainSlots(), chained ? 1u : 0u);
+        auto seq = manager->sequence();
+        seq->record<kp::OpSyncDevice>({ tx, ty, tz, t1, t2, t3, chain });
+        uint32_t before = seq->recordedBarrierCount();
+        seq->record(first)->record(second)->record(third);
+        EXPECT_EQ(seq->recordedBarrierCount() - before, chained ? 1u : 3u);
+        seq->record<kp::OpSyncLocal>({ ty, chain })->eval();
+        EXPECT_TRUE(near(ty->vector(), expected, 1e-4f)) << "y + W3 W2 W1 x";
+        if (chained) {
+            std::vector<uint32_t> words = chain->vector();
+            EXPECT_EQ(words[0], 0u) << "a wait gave up";
+            for (uint32_t slot = 0; slot < 3; ++slot) {
+                EXPECT_GE(words[2 + 2 * slot], 1u) << "slot " << slot << " workgroups";
+                EXPECT_EQ(words[3 + 2 * slot], 1u) << "slot " << slot << " done";
+            }
+        }
+        EXPECT_EQ(validationErrorCount(), 0u);
+    }
+
+    auto a = manager->tensor(values(n)), w = manager->tensor(values(n * n)), c = manager->tensor(values(n));
+    auto chain = manager->tensorT<uint32_t>(std::vector<uint32_t>(4, 0));
+    kp::MatMulParams p = shape(1, n, n, false, true);
+    p.chained = true;
+    p.chainSlot = 1; // needs 2 + 2 * 2 words
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul({ a, w, c, chain }, p); }, { "chained", "at least 2 + 2 * (chainSlot + 1) = 6" }));
+    auto floats = manager->tensor(std::vector<float>(8, 0.0f));
+    p.chainSlot = 0;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul({ a, w, c, floats }, p); }, { "must be eUnsignedInt" }));
+    p.chainWaits = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul({ a, w, c, chain }, p); }, { "chainSlot must be at least 1" }));
+    auto square = manager->tensor(values(n * n));
+    kp::MatMulParams gemm = shape(n, n, n);
+    gemm.chained = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul({ square, w, manager->tensor(values(n * n)), chain }, gemm); },
+                           { "chained takes the mat-vec" }));
+    // Waiting for a slot the operation before does not signal.
+    p.chainWaits = true;
+    p.chainSlot = 1;
+    auto longer = manager->tensorT<uint32_t>(std::vector<uint32_t>(8, 0));
+    auto waiting = std::make_shared<kp::OpMatMul>(std::vector<std::shared_ptr<kp::Memory>>{ a, w, c, longer }, p);
+    auto seq = manager->sequence();
+    EXPECT_TRUE(throwsWith([&] { seq->record(waiting); }, { "waits for slot 0 of a dispatch chain" }));
+}
+
 TEST_F(MatMul, RejectsBadQuantizedWeights)
 {
     auto x = mgr().tensor(std::vector<float>(64, 1.0f));

@@ -78,6 +78,14 @@ class KernelOp : public OpBase
     /** The algorithms it dispatches, in order. */
     std::vector<std::shared_ptr<Algorithm>> algorithms() const;
 
+    /** In a dispatch chain (MatMulParams::chained): the slot its first
+     * dispatch waits for, and the last slot it signals. */
+    ChainLink chainWait() const override { return mChainWait; }
+    ChainLink chainSignal() const override { return mChainSignal; }
+    /** Dispatch-chain slots the operation takes (one per dispatch), 0 where
+     * it takes no part in one. */
+    uint32_t chainSlots() const { return mChainSignal.chain ? static_cast<uint32_t>(mDispatches.size()) : 0u; }
+
   protected:
     /** An operation called `name` (what name() returns and error messages
      * say), with no dispatches yet. */
@@ -86,6 +94,11 @@ class KernelOp : public OpBase
     void addDispatch(std::shared_ptr<Algorithm> algorithm);
     /** Sets what path() returns. */
     void setPath(std::string path) { mPath = std::move(path); }
+    /** Once every dispatch is added: they take slots firstSlot on of
+     * `chain` and each signals its own; each after the first waits for the
+     * one before it in its shader (no barrier between them), and the first
+     * for slot firstSlot - 1 where `waits`. */
+    void setChain(const Memory* chain, uint32_t firstSlot, bool waits);
 
   private:
     struct Dispatch
@@ -98,6 +111,7 @@ class KernelOp : public OpBase
     std::string mEvalAction;
     std::string mPath;
     std::vector<Dispatch> mDispatches;
+    ChainLink mChainWait, mChainSignal;
 };
 
 } // namespace kp

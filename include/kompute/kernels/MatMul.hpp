@@ -123,6 +123,27 @@ struct MatMulParams
     bool swigluC = false;
     /** With swigluC: the row of B where the up projection's rows start. */
     uint32_t upRowB = 0;
+    /** Ours: the operation takes part in a dispatch chain, whose dispatches
+     * are ordered by the shaders instead of by barriers (an LLM decode
+     * step's products: no barrier drains the GPU between them, and each
+     * product's first weights are in flight while the one before it ends;
+     * docs/performance.md, fourteenth session). The chain's buffer is the
+     * operation's last tensor (eUnsignedInt, at least 2 + 2 * slots
+     * elements, zeroed before each submission: element 0 becomes 1 where a
+     * wait gave up, and the submission's results are then wrong). Its
+     * dispatches take chainSlots() slots from chainSlot on, and each
+     * signals its slot once all its workgroups are done. For the mat-vec
+     * only (m = 1); refused elsewhere, naming why. The synchronization
+     * validation cannot see this ordering and reports it as hazards. */
+    bool chained = false;
+    /** With chained: the operation's first slot. */
+    uint32_t chainSlot = 0;
+    /** With chained: the first dispatch waits, in the shader, for the
+     * dispatch of slot chainSlot - 1, which must be the dispatch recorded
+     * just before it in the same sequence (the sequence then records no
+     * barrier between them); false: the sequence orders it as any other
+     * operation. */
+    bool chainWaits = false;
 };
 
 /**

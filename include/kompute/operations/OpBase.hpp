@@ -116,6 +116,24 @@ class OpBase
         return false;
     }
 
+    /** Ours: a link of a dispatch chain (MatMulParams::chained): the
+     * chain's buffer and one of its slots; no buffer: no link. */
+    struct ChainLink
+    {
+        const Memory* chain = nullptr;
+        uint32_t slot = 0;
+    };
+    /** The slot the operation's first dispatch waits for in its shader,
+     * instead of behind a barrier. It must be the last slot that the
+     * operation recorded just before it in the sequence signals
+     * (chainSignal()); Sequence::record refuses it otherwise. The sequence
+     * records no barrier before the operation, and counts everything
+     * recorded before it as finished and visible to it. Default: none. */
+    virtual ChainLink chainWait() const { return {}; }
+    /** The last slot the operation signals, once all its dispatches have
+     * finished. Default: none. */
+    virtual ChainLink chainSignal() const { return {}; }
+
     /**
      * Records `inner` into `commandBuffer` from within another operation's
      * record(), for operations made of other operations. During a

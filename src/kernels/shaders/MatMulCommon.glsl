@@ -87,6 +87,13 @@ uint floatToBf16Bits(float value)
     layout(set = 0, binding = BINDING) readonly buffer NAME##View32 { uint NAME##32[]; };      \
     layout(set = 0, binding = BINDING) readonly buffer NAME##View64 { uvec2 NAME##64[]; };     \
     layout(set = 0, binding = BINDING) readonly buffer NAME##View128 { uvec4 NAME##128[]; };
+// The same, coherent: an operand that a dispatch before this one wrote
+// with no barrier between them (Chain.glsl).
+#define COHERENT_OPERAND_VIEWS(BINDING, NAME)                                                   \
+    layout(set = 0, binding = BINDING) coherent readonly buffer NAME##View16 { uint16_t NAME##16[]; }; \
+    layout(set = 0, binding = BINDING) coherent readonly buffer NAME##View32 { uint NAME##32[]; };     \
+    layout(set = 0, binding = BINDING) coherent readonly buffer NAME##View64 { uvec2 NAME##64[]; };    \
+    layout(set = 0, binding = BINDING) coherent readonly buffer NAME##View128 { uvec4 NAME##128[]; };
 
 // Loads of a float operand NAME (f32, f16 or bf16) at element index e:
 //   NAME##Load(type, e)           one element

@@ -22,6 +22,21 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #include "MatMulCommon.glsl"
+#ifdef CHAIN
+// Ordered after the dispatch before it by the shader (Chain.glsl): x, the
+// C it adds to and the caches it writes are coherent. The chain's buffer
+// follows the other bindings.
+#ifdef ROPE_EPILOGUE
+#define CHAIN_BINDING 9
+#else
+#define CHAIN_BINDING 4
+#endif
+#define CHAIN_SPEC 22
+#include "Chain.glsl"
+#define CHAIN_COHERENT coherent
+#else
+#define CHAIN_COHERENT
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ROWS = 2;     // outputs per workgroup (row mode)
@@ -109,16 +124,23 @@ layout(push_constant) uniform MatVecParams
     uint ropeCacheRowStride, ropeCacheOffset, ropeKeyRows, ropeValueRows;
     uint ropePositionsOffset, ropeFactorsOffset, ropeBiasOffset;
 #endif
+#ifdef CHAIN
+    uint chainSlot;
+#endif
 }
 p;
 
+#ifdef CHAIN
+COHERENT_OPERAND_VIEWS(0, X)
+#else
 OPERAND_VIEWS(0, X)
+#endif
 OPERAND_VIEWS(1, W)
-layout(set = 0, binding = 2) buffer OutView32 { float Out32[]; };
-layout(set = 0, binding = 2) buffer OutView16 { float16_t Out16[]; };
+layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutView32 { float Out32[]; };
+layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutView16 { float16_t Out16[]; };
 // The x pass's output (QX_SOURCE 1).
-layout(set = 0, binding = 2) buffer OutViewQ64 { uvec2 OutQ64[]; };
-layout(set = 0, binding = 2) buffer OutViewQ128 { uvec4 OutQ128[]; };
+layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutViewQ64 { uvec2 OutQ64[]; };
+layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutViewQ128 { uvec4 OutQ128[]; };
 // The norm's weights (NORM_X; without it the host binds x's tensor here,
 // unread).
 OPERAND_VIEWS(3, G)
@@ -126,10 +148,10 @@ OPERAND_VIEWS(3, G)
 // The position, the caches, freqFactors and the bias (absent ones: the
 // host binds the positions in their place, unread).
 layout(set = 0, binding = 4) readonly buffer RopePositions { uint ropePositions[]; };
-layout(set = 0, binding = 5) writeonly buffer KeyView32 { float Key32[]; };
-layout(set = 0, binding = 5) writeonly buffer KeyView16 { float16_t Key16[]; };
-layout(set = 0, binding = 6) writeonly buffer ValueView32 { float Value32[]; };
-layout(set = 0, binding = 6) writeonly buffer ValueView16 { float16_t Value16[]; };
+layout(set = 0, binding = 5) CHAIN_COHERENT writeonly buffer KeyView32 { float Key32[]; };
+layout(set = 0, binding = 5) CHAIN_COHERENT writeonly buffer KeyView16 { float16_t Key16[]; };
+layout(set = 0, binding = 6) CHAIN_COHERENT writeonly buffer ValueView32 { float Value32[]; };
+layout(set = 0, binding = 6) CHAIN_COHERENT writeonly buffer ValueView16 { float16_t Value16[]; };
 layout(set = 0, binding = 7) readonly buffer RopeFactors { float ropeFactors[]; };
 layout(set = 0, binding = 8) readonly buffer RopeBias { float ropeBias[]; };
 #include "RoPERotate.glsl"
@@ -1425,6 +1447,9 @@ void qxRowMode()
 
     uint row = gl_WorkGroupID.x * ROWS + r;
     if (QX_STAGE != 0 && xWhole && qxSubgroupRows(TPR)) {
+#ifdef CHAIN
+        chainWait(p.chainSlot);
+#endif
         qxStagedRows(xBase, wBase, outBase, groups, tiles);
         return;
     }
@@ -1440,6 +1465,10 @@ void qxRowMode()
         if (interleave && QX_PREFETCH == 2 && TIMING_PART != 1) {
             loadFirstBatch(wBase, groups);
         }
+#ifdef CHAIN
+        // The first weights are in flight while the dispatch before ends.
+        chainWait(p.chainSlot);
+#endif
         float squares = 0.0;
         for (uint b = tid; TIMING_PART < 2 && b < groups * 8u; b += WG) {
             squares += quantizeXBlock(xBase, b, b);
@@ -1458,6 +1487,9 @@ void qxRowMode()
             return;
         }
     }
+#ifdef CHAIN
+    chainWait(p.chainSlot); // x in chunks: before the first is read
+#endif
     if (interleave) {
         qxInterleavedRows(wBase, outBase, groups, tiles, invRms);
         return;
@@ -1559,6 +1591,18 @@ void columnMode()
 
 void main()
 {
+#ifdef CHAIN
+    // The quantized-x mode waits once its first weights are in flight;
+    // every other mode before it starts.
+#ifdef INT_DOT
+    bool waitsInside = COLUMN_MODE == 0 && QX_SOURCE != 1 && QX_BLOCKS != 0 && W_QX;
+#else
+    bool waitsInside = false;
+#endif
+    if (!waitsInside) {
+        chainWait(p.chainSlot);
+    }
+#endif
     if (COLUMN_MODE != 0) {
         columnMode();
 #ifdef INT_DOT
@@ -1574,4 +1618,7 @@ void main()
     } else {
         rowMode();
     }
+#ifdef CHAIN
+    chainSignal(p.chainSlot);
+#endif
 }

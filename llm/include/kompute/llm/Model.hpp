@@ -185,6 +185,13 @@ struct ContextOptions
     bool profile = false;
     /** The Manager's queue to run on. */
     uint32_t queueIndex = 0;
+    /** Decode steps (one token) order their products by the shaders, not
+     * by barriers (MatMulParams::chained): no barrier drains the GPU between
+     * the products of a layer, and each product's first weights load while
+     * the one before it ends. Not with profile. A step whose wait gave up is
+     * run again with barriers, and the context keeps barriers from then on.
+     * KOMPUTE_ENV_DECODE_CHAIN=1 (or 0) overrides it. */
+    bool dispatchChain = false;
 };
 
 /** Which logits an evaluation reads back. */
@@ -281,6 +288,9 @@ class Context
     // record() where a step needs them, for the longest such step), the KV
     // cache, the outputs.
     std::shared_ptr<kp::TensorT<uint32_t>> mIds, mPositions, mArgmax;
+    // The decode steps' dispatch chain (ContextOptions::dispatchChain):
+    // its words, zeroed with each step's inputs; null without it.
+    std::shared_ptr<kp::TensorT<uint32_t>> mChain;
     std::shared_ptr<kp::Tensor> mX, mNormed, mQkv, mAttention, mGate, mUp, mHidden;
     // f16 rows for the products of steps of several tokens (null where
     // those keep f32; see the constructor).

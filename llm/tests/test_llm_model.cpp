@@ -791,13 +791,15 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 // KOMPUTE_ENV_DECODE_CHAIN overriding the option either way. The
 // synchronization validation cannot see ordering done by the shaders'
 // atomics: it reports each chained read after a write as a hazard. So this
-// test's Manager runs the validation layer without it (its core checks stay
-// on, and fail the test as everywhere); every other test checks the
-// barriers the sequences record.
+// test runs in CTest's test_llm_model_chain, with the layer's core checks
+// and without it (KOMPUTE_TEST_SYNC_VALIDATION=0), and skips itself
+// elsewhere; every other test checks the barriers the sequences record.
 TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
 {
-    kp_test::ScopedEnv noSyncValidation("VK_LAYER_ENABLES", nullptr);
-    std::unique_ptr<kp::Manager> manager = kp_test::makeManager();
+    if (kp_test::syncValidation()) {
+        GTEST_SKIP() << "runs without the synchronization validation (test_llm_model_chain)";
+    }
+    kp::Manager* manager = &mgr();
     const ModelConfig c = superBlockConfig();
     for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
         SCOPED_TRACE(kp::llm::toString(type));

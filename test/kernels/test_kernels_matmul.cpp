@@ -1152,12 +1152,15 @@ TEST_F(MatMul, RejectsBadInputWithClearErrors)
 // clear errors: the chain's buffer, the slot to wait for, a product that
 // is not a mat-vec, a wait for a slot the operation before does not
 // signal. The synchronization validation cannot see the shaders' ordering
-// (it reports the chained reads after writes as hazards): this test's
-// Manager runs the validation layer without it, its core checks on.
+// (it reports the chained reads after writes as hazards): the test runs in
+// CTest's test_kernels_matmul_chain, with the layer's core checks and
+// without it (KOMPUTE_TEST_SYNC_VALIDATION=0), and skips itself elsewhere.
 TEST_F(MatMul, ChainedMatVecsOrderThemselves)
 {
-    ScopedEnv noSyncValidation("VK_LAYER_ENABLES", nullptr);
-    std::unique_ptr<kp::Manager> manager = makeManager();
+    if (syncValidation()) {
+        GTEST_SKIP() << "runs without the synchronization validation (test_kernels_matmul_chain)";
+    }
+    kp::Manager* manager = &mgr();
     const uint32_t n = 96;
     std::mt19937 engine(5);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);

@@ -41,6 +41,12 @@ validationErrors();
 void
 resetValidationErrors();
 
+/** Whether the synchronization validation is on in this process (it is,
+ * unless KOMPUTE_TEST_SYNC_VALIDATION=0; see main()). */
+bool
+syncValidation();
+extern bool gSyncValidation;
+
 /** Installs the suite's log sink (prints messages, counts validation
  * errors). main() does it; tests that replace the sink call it again. */
 void

@@ -190,7 +190,9 @@ struct ContextOptions
      * the products of a layer, and each product's first weights load while
      * the one before it ends. Not with profile. A step whose wait gave up is
      * run again with barriers, and the context keeps barriers from then on.
-     * KOMPUTE_ENV_DECODE_CHAIN=1 (or 0) overrides it. */
+     * KOMPUTE_ENV_DECODE_CHAIN=1 (or 0) overrides it. Off by default: on
+     * the H100 the chained step is slower than the barriers' (each wait
+     * lasts longer than the barrier it replaces; docs/performance.md). */
     bool dispatchChain = false;
 };
 

@@ -120,8 +120,8 @@ class OpBase
      * chain's buffer and one of its slots; no buffer: no link. */
     struct ChainLink
     {
-        const Memory* chain = nullptr;
-        uint32_t slot = 0;
+        const Memory* chain = nullptr; ///< the chain's buffer; null: no link
+        uint32_t slot = 0;             ///< the slot in it (words 2 + 2 slot and 3 + 2 slot)
     };
     /** The slot the operation's first dispatch waits for in its shader,
      * instead of behind a barrier. It must be the last slot that the

@@ -18,7 +18,10 @@ VULKAN_HPP_DEFAULT_DISPATCH_LOADER_DYNAMIC_STORAGE
 
 namespace kp_test {
 
+namespace {
+// Set by main() (KOMPUTE_TEST_SYNC_VALIDATION).
 bool gSyncValidation = true;
+} // namespace
 
 bool
 syncValidation()
@@ -564,23 +567,20 @@ main(int argc, char** argv)
     // which skip themselves where it is on (kp_test::syncValidation()).
     const char* sync = std::getenv("KOMPUTE_TEST_SYNC_VALIDATION");
     kp_test::gSyncValidation = sync == nullptr || std::strcmp(sync, "0") != 0;
-    if (!kp_test::gSyncValidation) {
-        setenv("VK_LAYER_ENABLES", "", 1);
-        setenv("VK_KHRONOS_VALIDATION_VALIDATE_SYNC", "false", 1);
-    }
-    // The layer splits VK_LAYER_ENABLES at ':' on Linux (',' is not a
-    // separator there: a list joined with it enables nothing).
     if (kp_test::gSyncValidation) {
+        // The layer splits VK_LAYER_ENABLES at ':' on Linux (',' is not a
+        // separator there: a list joined with it enables nothing).
         kp_test::ensureListed("VK_LAYER_ENABLES", kp_test::kSyncValidation, ":");
-    }
-    // Layers of the settings framework (the H200's 1.4.309) read their
-    // settings from VK_KHRONOS_VALIDATION_* (and still honour the list
-    // above). Without their SPIR-V analysis they count no shader writes to
-    // storage buffers: a dispatch followed by an unordered copy of what it
-    // wrote went unreported (test_dispatch's missing-barrier test).
-    if (kp_test::gSyncValidation) {
+        // Layers of the settings framework (the H200's 1.4.309) read their
+        // settings from VK_KHRONOS_VALIDATION_* (and still honour the list
+        // above). Without their SPIR-V analysis they count no shader writes to
+        // storage buffers: a dispatch followed by an unordered copy of what it
+        // wrote went unreported (test_dispatch's missing-barrier test).
         setenv("VK_KHRONOS_VALIDATION_VALIDATE_SYNC", "true", 0);
         setenv("VK_KHRONOS_VALIDATION_SYNCVAL_SHADER_ACCESSES_HEURISTIC", "true", 0);
+    } else {
+        setenv("VK_LAYER_ENABLES", "", 1);
+        setenv("VK_KHRONOS_VALIDATION_VALIDATE_SYNC", "false", 1);
     }
 
     ::testing::InitGoogleTest(&argc, argv);

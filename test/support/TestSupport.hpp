@@ -45,7 +45,6 @@ resetValidationErrors();
  * unless KOMPUTE_TEST_SYNC_VALIDATION=0; see main()). */
 bool
 syncValidation();
-extern bool gSyncValidation;
 
 /** Installs the suite's log sink (prints messages, counts validation
  * errors). main() does it; tests that replace the sink call it again. */

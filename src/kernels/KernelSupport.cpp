@@ -45,7 +45,7 @@ kernelPathNames()
                                                     "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
                                                     "attention-coopmat", "attention-decode-flash", "attention-decode-ahead",
                                                     "grouped-blocks", "matvec-x-pass", "matvec-rope",
-                                                    "gemm-swiglu" };
+                                                    "gemm-swiglu", "matvec-glu" };
     return names;
 }
 

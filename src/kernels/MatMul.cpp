@@ -325,11 +325,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     uint32_t aRows = p.transA ? p.k : p.m, aCols = p.transA ? p.m : p.k;
     uint32_t bRows = p.transB ? p.n : p.k, bCols = p.transB ? p.k : p.n;
     if (p.swigluC) {
-        if (!p.transB || p.beta != 0.0f || p.swigluA || p.normA || p.ropeC) {
+        if (!p.transB || p.beta != 0.0f || p.swigluA || (p.normA && p.m != 1) || p.ropeC) {
             check.fail(format("swigluC multiplies by the gate's and the up's rows of a transposed B into C (transB, "
-                              "beta 0, no swigluA, normA or ropeC): transB = {}, beta = {}, swigluA = {}, normA = {}, "
-                              "ropeC = {}",
-                              p.transB, p.beta, p.swigluA, p.normA, p.ropeC));
+                              "beta 0, no swigluA or ropeC, normA only with m = 1): transB = {}, beta = {}, "
+                              "swigluA = {}, normA = {}, ropeC = {}, m = {}",
+                              p.transB, p.beta, p.swigluA, p.normA, p.ropeC, p.m));
         }
         if (p.upRowB < p.n || uint64_t(p.upRowB) + p.n > UINT32_MAX) {
             check.fail(format("swigluC: the up rows (from upRowB = {}) must come after the gate's n = {} rows of B "
@@ -371,9 +371,39 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         bElements = uint64_t(b.memorySize() / block) * weights;
         bUnit = "weights";
     }
-    resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
+    if (p.quantizedA) {
+        // A's row as int8 blocks (quantizedRowWords(k) words), not k elements.
+        if (p.m != 1 || p.transA || p.batch != 1 || p.k % 32 != 0 || p.swigluA || p.normA || p.chained) {
+            check.fail(format("quantizedA gives the one row of A of a mat-vec as int8 blocks (m = 1, A not transposed, "
+                              "batch 1, k a multiple of 32, no swigluA, normA or chained): m = {}, transA = {}, "
+                              "batch = {}, k = {}, swigluA = {}, normA = {}, chained = {}",
+                              p.m, p.transA, p.batch, p.k, p.swigluA, p.normA, p.chained));
+        }
+        if (variant.a != kF32 || p.offsetA % 4 != 0) {
+            check.fail(format("quantizedA: A must be eFloat with offsetA a multiple of 4 (the blocks are read as "
+                              "16-byte words): offsetA = {}",
+                              p.offsetA));
+        }
+        check.covers(0, p.offsetA, quantizedRowWords(p.k), "A's row of k as int8 blocks (quantizedRowWords(k))");
+    } else {
+        resolveOperand(check, "A", a.size(), aRows, aCols, p.batch, p.lda, p.strideA, p.offsetA, "elements");
+    }
     resolveOperand(check, "B", bElements, bRows, bCols, p.batch, p.ldb, p.strideB, p.offsetB, bUnit);
     resolveOperand(check, "C", c.size(), p.m, p.n, p.batch, p.ldc, p.strideC, p.offsetC, "elements");
+    if (p.quantizeC) {
+        if (!p.swigluC || p.m != 1 || p.batch != 1 || p.n % 32 != 0 || variant.c != kF32 || p.offsetC % 4 != 0 ||
+            p.chained) {
+            check.fail(format("quantizeC writes the SwiGLU row of a mat-vec also as int8 blocks (swigluC, m = 1, batch "
+                              "1, n a multiple of 32, C eFloat from offsetC a multiple of 4, not chained): swigluC = "
+                              "{}, m = {}, batch = {}, n = {}, offsetC = {}, chained = {}",
+                              p.swigluC, p.m, p.batch, p.n, p.offsetC, p.chained));
+        }
+        check.covers(2, p.offsetC + p.n, quantizedRowWords(p.n),
+                     "C's row of n as int8 blocks after it (quantizedRowWords(n) elements from offsetC + n)");
+    }
+    if (p.chained && p.swigluC) {
+        check.fail("chained does not take swigluC (record the product without chained)");
+    }
     if (p.swigluA) {
         if (p.m != 1) {
             check.fail(format("swigluA is an input of the mat-vec (m = 1), not of a product with m = {}", p.m));
@@ -458,8 +488,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     mParams = p;
 
     // --- Mat-vec: one row (or one column) of C ----------------------------------
-    bool oneRow = p.m == 1 && !p.swigluC;
-    bool oneColumn = p.n == 1 && !quantB && !p.swigluC;
+    // (swigluC: the int-dot mat-vec only, below; else the GEMM kernels.)
+    bool oneRow = p.m == 1 && (!p.swigluC || !check.caps().isDisabled("matvec-glu"));
+    bool oneColumn = p.n == 1 && !quantB && !p.swigluC && !p.quantizedA;
     const DeviceCaps& caps = check.caps();
     if ((oneRow || oneColumn) && view.subgroupArithmetic && !caps.isDisabled("matvec")) {
         MatVecVariant mv;
@@ -475,6 +506,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                      static_cast<uint32_t>(p.offsetB), static_cast<uint32_t>(p.offsetC), p.alpha, p.beta,
                      static_cast<int32_t>(int64_t(p.gateOffsetA) - int64_t(p.offsetA)), p.normEps,
                      static_cast<uint32_t>(p.normOffset) };
+            if (p.swigluC) {
+                push.rows = 2 * p.n; // a gate row and an up row per output (GLU_OUT)
+            }
             mv.glu = p.swigluA;
             mv.norm = normType;
             // (Binding 3, the norm's weights, holds A where there is no norm.)
@@ -539,6 +573,21 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (subgroups > 64) {
                 problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);
             }
+        }
+        bool qxWhole = intDot && config.qxBlocks != 0 && !mv.columnMode && config.qxBlocks * 32 >= p.k;
+        if (p.swigluC && problem.empty()) {
+            // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
+            if (!intDot || config.qxBlocks == 0 || mv.columnMode || p.batch != 1) {
+                problem = "swigluC takes the int-dot mat-vec's quantized-x mode (batch 1)";
+            } else if (config.rows % 2 != 0) {
+                problem = format("swigluC pairs a workgroup's rows, and this configuration gives it {} rows",
+                                 config.rows);
+            } else if (!caps.subgroupShuffle) {
+                problem = "swigluC on the mat-vec needs subgroup shuffles";
+            }
+        }
+        if (p.quantizedA && problem.empty() && !qxWhole) {
+            problem = "quantizedA takes the int-dot mat-vec's quantized-x mode with the row of A whole in shared memory";
         }
         if (p.chained && problem.empty() && !oneRow) {
             check.fail("chained takes the mat-vec of one row of C (m = 1), not of one column");
@@ -640,7 +689,39 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 push.xGateDelta = 0;
                 bound = { quantizedX, memObjects[1], memObjects[2], quantizedX };
             }
+            if (p.quantizedA) {
+                // x as a product with quantizeC wrote it (the x pass's layout).
+                mv.qxSource = 2;
+                mv.vecX = true;
+                push.xStride = 1;
+                push.xBatchStride = 0;
+                bound = { memObjects[0], memObjects[1], memObjects[2], memObjects[0] };
+            }
             std::string shader = intDot ? "matvec_int_dot" : "matvec";
+            if (p.swigluC) {
+                // The GLU_OUT build: rows 2i and 2i + 1 are the gate's row i
+                // and the up's, the SwiGLU of their sums into C; quantizeC:
+                // the blocks after C's row, the last pair of each block
+                // quantizing it, with a counter per block at binding 4
+                // (zero here, left zero by each dispatch).
+                std::shared_ptr<Memory> counts = memObjects[2];
+                if (p.quantizeC) {
+                    counts = std::make_shared<TensorT<uint32_t>>(
+                      check.device(), std::vector<uint32_t>(p.n / 32, 0u), Memory::MemoryTypes::eStorage);
+                }
+                bound.push_back(counts);
+                std::vector<uint32_t> constants = matVecSpecialization(config, mv);
+                constants.resize(23, 0u); // (id 22 follows the rotation's 19 to 21)
+                constants[22] = p.quantizeC ? 1u : 0u;
+                struct
+                {
+                    MatVecPush matVec;
+                    uint32_t upRow;
+                } gluPush{ push, p.upRowB };
+                addDispatch(buildAlgorithm(device, bound, builtinSpirv("matvec_int_dot_glu"), grid, constants, gluPush));
+                setPath("matvec-int-dot");
+                return;
+            }
             if (p.ropeC) {
                 // The ROPE_EPILOGUE build: OpRoPECache's tensors at bindings
                 // 4 to 8 (the positions in place of absent ones, unread), its
@@ -691,11 +772,12 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                           "dispatches are ordered by barriers (record it without chained)",
                           view.name));
     }
-    if (p.swigluA || p.normA || p.ropeC) {
+    if (p.swigluA || p.normA || p.ropeC || p.quantizeC || p.quantizedA) {
         check.fail(format("{} needs the mat-vec, which '{}' does not run here ({})",
-                          p.swigluA ? "swigluA" : p.normA ? "normA" : "ropeC",
+                          p.swigluA ? "swigluA" : p.normA ? "normA" : p.ropeC ? "ropeC" : p.quantizeC ? "quantizeC" : "quantizedA",
                           view.name,
                           caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
+                          : p.swigluC && caps.isDisabled("matvec-glu") ? "KOMPUTE_ENV_DISABLE has matvec-glu"
                           : !view.subgroupArithmetic ? "no subgroup arithmetic"
                                                      : "no mat-vec configuration fits"));
     }

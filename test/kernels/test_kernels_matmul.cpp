@@ -691,6 +691,164 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
+// MatMulParams::swigluC on the int-dot mat-vec (m = 1: a decode step's gate
+// and up projections, with the RMSNorm inside or not), quantizeC's int8
+// blocks after C's row, and a product that reads them as its row of A
+// (quantizedA), run twice so that the blocks' counters are seen to return
+// to zero; then the refusals.
+TEST_F(MatMul, SwigluOutputAndQuantizedRowOnTheIntDotMatVec)
+{
+    const auto& caps = mgr().capabilities();
+    if (!caps.integerDotProduct.supported || !(caps.subgroup.operations & vk::SubgroupFeatureFlagBits::eShuffle)) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName
+                     << "' has no integer dot products or subgroup shuffles: no int-dot mat-vec with swigluC";
+    }
+    DisablePaths disable("matvec-float");
+    // (n: the down product's k, whole 256-weight groups for its quantized-x mode)
+    const uint32_t n = 256, k = 256, upRow = n + 8, outs = 40;
+    for (Elem b : { Elem::Q8_0, Elem::Q4_0, Elem::Q4_0X8, Elem::Q4_K }) {
+        for (bool norm : { false, true }) {
+            for (bool quantize : { false, true }) {
+                SCOPED_TRACE(std::string(elemName(b)) + (norm ? " normA" : "") + (quantize ? " quantizeC" : ""));
+                std::vector<float> bStored, gStored, dStored;
+                auto at = mgr().tensor(randomValues(k, 31, -2.0f, 2.0f));
+                auto bt = makeOperand(mgr(), b, randomValues(size_t(upRow + n) * k, 32), bStored);
+                auto gt = makeOperand(mgr(), Elem::F32, randomValues(k, 33, 0.5f, 1.5f), gStored);
+                auto ct = mgr().tensor(std::vector<float>(n + (quantize ? kp::quantizedRowWords(n) : 0), 0.0f));
+                auto p = shape(1, n, k, false, true);
+                p.alpha = 0.75f;
+                p.swigluC = true;
+                p.upRowB = upRow;
+                p.formatB = weightFormat(b);
+                p.normA = norm;
+                p.quantizeC = quantize;
+                std::vector<std::shared_ptr<kp::Memory>> tensors{ at, bt, ct };
+                if (norm) {
+                    tensors.push_back(gt);
+                }
+                auto op = std::make_shared<kp::OpMatMul>(tensors, p);
+                EXPECT_EQ(op->path(), "matvec-int-dot");
+                EXPECT_EQ(op->algorithms().size(), 1u);
+                // The down product reading C's blocks.
+                auto dt = makeOperand(mgr(), b, randomValues(size_t(outs) * n, 34), dStored);
+                auto yt = mgr().tensor(std::vector<float>(outs, 0.0f));
+                auto down = shape(1, outs, n, false, true);
+                down.quantizedA = true;
+                down.offsetA = n;
+                down.formatB = weightFormat(b);
+                std::shared_ptr<kp::OpMatMul> downOp;
+                if (quantize) {
+                    downOp = std::make_shared<kp::OpMatMul>(std::vector<std::shared_ptr<kp::Memory>>{ ct, dt, yt }, down);
+                    EXPECT_EQ(downOp->path(), "matvec-int-dot");
+                }
+                for (int run = 0; run < 2; ++run) {
+                    // The second run on other values of x: its blocks are its own.
+                    std::vector<float> x = randomValues(k, 31 + 10 * run, -2.0f, 2.0f);
+                    at->setData(x);
+                    auto seq = mgr().sequence();
+                    seq->record<kp::OpSyncDevice>({ at, bt, gt, dt })->record(op);
+                    if (downOp) {
+                        seq->record(downOp);
+                    }
+                    seq->record<kp::OpSyncLocal>({ ct, yt })->eval();
+                    double scale = 1.0;
+                    if (norm) {
+                        double squares = 0;
+                        for (float v : x) {
+                            squares += double(v) * v;
+                        }
+                        scale = 1.0 / std::sqrt(squares / k + p.normEps);
+                    }
+                    auto c = ct->vector();
+                    for (uint32_t j = 0; j < n; ++j) {
+                        double g = 0, u = 0, gMag = 0, uMag = 0;
+                        for (uint32_t kk = 0; kk < k; ++kk) {
+                            double xk = x[kk] * scale * (norm ? gStored[kk] : 1.0f) * p.alpha;
+                            double wg = xk * bStored[size_t(j) * k + kk], wu = xk * bStored[size_t(upRow + j) * k + kk];
+                            g += wg;
+                            u += wu;
+                            gMag += std::fabs(wg);
+                            uMag += std::fabs(wu);
+                        }
+                        double silu = g / (1 + std::exp(-g));
+                        double ref = silu * u;
+                        // (x rounded to int8: each sum within its magnitude / 127; silu' < 1.1)
+                        double tolerance = 2 * (1.1 * gMag * std::fabs(u) + std::fabs(silu) * uMag + gMag * uMag / 127) / 127 + 1e-5;
+                        EXPECT_NEAR(c[j], ref, tolerance) << "output " << j << " run " << run;
+                    }
+                    if (!quantize) {
+                        continue;
+                    }
+                    // The blocks: d * q within half a step of C's own values.
+                    std::vector<float> row(n);
+                    for (uint32_t block = 0; block < n / 32; ++block) {
+                        float pair[2];
+                        std::memcpy(pair, &c[n + (n / 32) * 8 + 2 * block], sizeof(pair));
+                        int sum = 0;
+                        for (uint32_t e = 0; e < 32; ++e) {
+                            uint32_t word;
+                            std::memcpy(&word, &c[n + block * 8 + e / 4], 4);
+                            int q = static_cast<int8_t>((word >> (8 * (e % 4))) & 0xffu);
+                            sum += q;
+                            row[block * 32 + e] = pair[0] * q;
+                            EXPECT_NEAR(row[block * 32 + e], c[block * 32 + e], 0.501 * pair[0] + 1e-7)
+                              << "element " << block * 32 + e << " run " << run;
+                        }
+                        EXPECT_NEAR(pair[1], pair[0] * sum, 1e-5 * std::fabs(pair[0] * sum) + 1e-7) << "block " << block;
+                    }
+                    auto y = yt->vector();
+                    for (uint32_t j = 0; j < outs; ++j) {
+                        double ref = 0, magnitude = 0;
+                        for (uint32_t e = 0; e < n; ++e) {
+                            double v = double(row[e]) * dStored[size_t(j) * n + e];
+                            ref += v;
+                            magnitude += std::fabs(v);
+                        }
+                        EXPECT_NEAR(y[j], ref, 1e-4 * magnitude + 1e-6) << "down output " << j << " run " << run;
+                    }
+                }
+            }
+        }
+    }
+    // Refusals, naming what is wrong.
+    auto q8 = [&](uint32_t rows, uint32_t cols) {
+        std::vector<float> stored;
+        return makeOperand(mgr(), Elem::Q8_0, randomValues(size_t(rows) * cols, 35), stored);
+    };
+    auto x = mgr().tensor(std::vector<float>(k, 1.0f));
+    auto w = q8(2 * n, k);
+    auto c = mgr().tensor(std::vector<float>(n + kp::quantizedRowWords(n), 0.0f));
+    auto gateUp = shape(1, n, k, false, true);
+    gateUp.formatB = kp::WeightFormat::eQ8_0;
+    gateUp.upRowB = n;
+    gateUp.quantizeC = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gateUp); }, { "quantizeC writes the SwiGLU row", "swigluC = 0" }));
+    auto small = mgr().tensor(std::vector<float>(n + 8, 0.0f));
+    gateUp.swigluC = true;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, small, gateUp); }, { "quantizedRowWords(n)" }));
+    auto down = shape(2, 8, n, false, true);
+    down.formatB = kp::WeightFormat::eQ8_0;
+    down.quantizedA = true;
+    auto y = mgr().tensor(std::vector<float>(16, 0.0f));
+    auto wd = q8(8, n);
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(c, wd, y, down); }, { "quantizedA gives the one row of A", "m = 2" }));
+    down.m = 1;
+    std::vector<float> halfStored;
+    auto half = makeOperand(mgr(), Elem::F16, std::vector<float>(n, 0.0f), halfStored);
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(half, wd, y, down); }, { "quantizedA: A must be eFloat" }));
+    auto wf = mgr().tensor(std::vector<float>(8 * n, 1.0f));
+    down.formatB = kp::WeightFormat::eNone;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(c, wf, y, down); }, { "quantizedA needs the mat-vec" }));
+    {
+        DisablePaths off("matvec-float,matvec-glu");
+        auto norm = mgr().tensor(std::vector<float>(k, 1.0f));
+        gateUp.quantizeC = false;
+        gateUp.normA = true;
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ x, w, small, norm }, gateUp); },
+                               { "normA needs the mat-vec", "matvec-glu" }));
+    }
+}
+
 // MatMulParams::swigluC: C = silu(gate) * up of the products over B's gate
 // rows and its up rows (from upRowB), on every GEMM path the device has:
 // the tiled kernel (tiles with 4 columns a thread, and on GPUs with 8 where

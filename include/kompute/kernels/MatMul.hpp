@@ -116,10 +116,15 @@ struct MatMulParams
      * U = alpha * op(A) * Bu^T. B is transposed and holds upRowB + n rows
      * of k (from offsetB, ldb apart; strideB between batches): the gate's n
      * rows first, the up's n rows from row upRowB on (upRowB >= n). beta
-     * must be 0, and the mat-vec does not take it (m = 1 runs the GEMM
-     * kernels too). An LLM's prompt-step gate and up projections with the
+     * must be 0. An LLM's prompt-step gate and up projections with the
      * SwiGLU after them: one dispatch fewer, and C the size of one product
-     * where the two together wrote twice as much. */
+     * where the two together wrote twice as much. With m = 1 (a decode
+     * step's gate and up projections) the int-dot mat-vec's quantized-x
+     * mode takes it where it runs the product (path "matvec-int-dot":
+     * Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks, batch 1),
+     * normA may come with it there, and so may quantizeC
+     * (KOMPUTE_ENV_DISABLE=matvec-glu turns that off); elsewhere the GEMM
+     * kernels run it, and normA or quantizeC with it are refused. */
     bool swigluC = false;
     /** With swigluC: the row of B where the up projection's rows start. */
     uint32_t upRowB = 0;
@@ -144,7 +149,35 @@ struct MatMulParams
      * barrier between them); false: the sequence orders it as any other
      * operation. */
     bool chainWaits = false;
+    /** Ours, with swigluC on the int-dot mat-vec (see swigluC; m = 1,
+     * batch 1, C eFloat, n a multiple of 32, offsetC a multiple of 4): C's
+     * row of n is also written as int8 blocks, quantizedRowWords(n) words
+     * after it (from offsetC + n), which a product with quantizedA reads as
+     * its row of A: the decode step's down projection then copies its x
+     * instead of computing and quantizing it in a dispatch of its own, one
+     * dependent dispatch fewer per layer. The blocks are laid out as
+     * quantizedA says. Refused, naming why, where the mat-vec does not take
+     * swigluC. */
+    bool quantizeC = false;
+    /** Ours: A's one row (m = 1, not transposed, batch 1, k a multiple of
+     * 32) is given as int8 blocks, as a product with quantizeC writes them,
+     * quantizedRowWords(k) elements of an eFloat A from offsetA (a multiple
+     * of 4): for each block of 32 elements 8 words of its int8 values q
+     * (element 4j + b in byte b of word j), then for each block the f32
+     * pair (d, d * sum q); element e of the row is d * q[e]. For the
+     * int-dot mat-vec's quantized-x mode with the row whole in shared
+     * memory (path "matvec-int-dot"); refused elsewhere, naming why, and
+     * with swigluA, normA or chained. */
+    bool quantizedA = false;
 };
+
+/** Elements (f32 words) of a row of k elements as int8 blocks
+ * (MatMulParams::quantizeC and quantizedA; k a multiple of 32). */
+inline uint64_t
+quantizedRowWords(uint32_t k)
+{
+    return uint64_t(k) / 32 * 10;
+}
 
 /**
  * Records C = alpha * op(A) * op(B) + beta * C.

@@ -18,7 +18,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
-#ifdef ROPE_EPILOGUE
+#if defined(ROPE_EPILOGUE) || defined(GLU_OUT)
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #include "MatMulCommon.glsl"
@@ -36,6 +36,19 @@
 #define CHAIN_COHERENT coherent
 #else
 #define CHAIN_COHERENT
+#endif
+// GLU_OUT builds (MatMulParams::swigluC on the int-dot mat-vec): the
+// product's rows are pairs, row 2i the gate's row i of the weights and row
+// 2i + 1 the up's (from row upRow), and C[i] = silu(gate) * up. With
+// GLU_QUANTIZE, C's row is also written quantized as the quantized-x mode
+// reads it (MatMulParams::quantizeC): the pair that completes a 32-element
+// block of C (a counter per block at binding 4) quantizes it, so that the
+// product after this one copies x instead of quantizing it (or running an
+// x pass). C is read back by that pair: coherent.
+#if defined(CHAIN) || defined(GLU_OUT)
+#define OUT_COHERENT coherent
+#else
+#define OUT_COHERENT
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -106,6 +119,10 @@ layout(constant_id = 18) const uint QX_SOURCE = 0;
 layout(constant_id = 19) const uint ROPE_CACHE_TYPE = 0;
 layout(constant_id = 20) const uint ROPE_FACTORS = 0;
 layout(constant_id = 21) const uint ROPE_BIAS = 0;
+#ifdef GLU_OUT
+// (22 is the chain's in the CHAIN builds, which take no GLU_OUT.)
+layout(constant_id = 22) const uint GLU_QUANTIZE = 0;
+#endif
 
 layout(push_constant) uniform MatVecParams
 {
@@ -117,6 +134,9 @@ layout(push_constant) uniform MatVecParams
     int xGateDelta;
     float normEps;
     uint normOffset;
+#ifdef GLU_OUT
+    uint upRow; // MatMulParams::upRowB
+#endif
 #ifdef ROPE_EPILOGUE
     // kernels::RoPECachePush (the rotation and the caches; rows = 1).
     uint ropeHeads, ropeKvHeads, ropeHeadDim, ropeDims;
@@ -136,11 +156,11 @@ COHERENT_OPERAND_VIEWS(0, X)
 OPERAND_VIEWS(0, X)
 #endif
 OPERAND_VIEWS(1, W)
-layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutView32 { float Out32[]; };
-layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutView16 { float16_t Out16[]; };
+layout(set = 0, binding = 2) OUT_COHERENT buffer OutView32 { float Out32[]; };
+layout(set = 0, binding = 2) OUT_COHERENT buffer OutView16 { float16_t Out16[]; };
 // The x pass's output (QX_SOURCE 1).
-layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutViewQ64 { uvec2 OutQ64[]; };
-layout(set = 0, binding = 2) CHAIN_COHERENT buffer OutViewQ128 { uvec4 OutQ128[]; };
+layout(set = 0, binding = 2) OUT_COHERENT buffer OutViewQ64 { uvec2 OutQ64[]; };
+layout(set = 0, binding = 2) OUT_COHERENT buffer OutViewQ128 { uvec4 OutQ128[]; };
 // The norm's weights (NORM_X; without it the host binds x's tensor here,
 // unread).
 OPERAND_VIEWS(3, G)
@@ -155,6 +175,11 @@ layout(set = 0, binding = 6) CHAIN_COHERENT writeonly buffer ValueView16 { float
 layout(set = 0, binding = 7) readonly buffer RopeFactors { float ropeFactors[]; };
 layout(set = 0, binding = 8) readonly buffer RopeBias { float ropeBias[]; };
 #include "RoPERotate.glsl"
+#endif
+#ifdef GLU_OUT
+// GLU_QUANTIZE: per 32-element block of C, the pairs that have written
+// theirs (zero before the dispatch, left zero by it).
+layout(set = 0, binding = 4) coherent buffer GluCounts { uint gluCount[]; };
 #endif
 FLOAT_OPERAND_LOADS(X)
 FLOAT_OPERAND_LOADS(W)
@@ -936,6 +961,28 @@ const uint QS_GROUP_STRIDE = 9u;
 shared uvec4 qx[QX_BLOCKS != 0 ? QX_GROUPS * QX_GROUP_STRIDE : 1u];
 shared vec2 qxScale[QX_BLOCKS != 0 ? QX_GROUPS * QS_GROUP_STRIDE : 1u];
 
+// 32 values as one int8 block: their int8 values q = round(v / amax * 127)
+// (4 a word), and (scale, scale * the sum of q), scale = amax / 127.
+void quantizeValues(vec4 v[8], out uvec4 qa, out uvec4 qb, out vec2 scaleSum)
+{
+    vec4 m = abs(v[0]);
+    [[unroll]] for (uint j = 1; j < 8u; ++j) {
+        m = max(m, abs(v[j]));
+    }
+    float amax = max(max(m.x, m.y), max(m.z, m.w));
+    float inv = amax > 0.0 ? 1.0 / amax : 0.0;
+    uint q[8];
+    int sum = 0;
+    [[unroll]] for (uint j = 0; j < 8u; ++j) {
+        q[j] = packSnorm4x8(v[j] * inv); // round(x / amax * 127)
+        sum += dotPackedSS(q[j], 0x01010101u, 0);
+    }
+    qa = uvec4(q[0], q[1], q[2], q[3]);
+    qb = uvec4(q[4], q[5], q[6], q[7]);
+    float scale = amax / 127.0;
+    scaleSum = vec2(scale, scale * float(sum));
+}
+
 // Quantizes x block `block` (of the row): its 32 int8 values (qa, qb) and
 // (scale, scale * the sum of the int8 values); with NORM_X, x times the
 // norm's weights, and returns the sum of the squares of x (0 without).
@@ -966,22 +1013,7 @@ float quantizeBlock(uint xBase, uint block, out uvec4 qa, out uvec4 qb, out vec2
             }
         }
     }
-    vec4 m = abs(v[0]);
-    [[unroll]] for (uint j = 1; j < 8u; ++j) {
-        m = max(m, abs(v[j]));
-    }
-    float amax = max(max(m.x, m.y), max(m.z, m.w));
-    float inv = amax > 0.0 ? 1.0 / amax : 0.0;
-    uint q[8];
-    int sum = 0;
-    [[unroll]] for (uint j = 0; j < 8u; ++j) {
-        q[j] = packSnorm4x8(v[j] * inv); // round(x / amax * 127)
-        sum += dotPackedSS(q[j], 0x01010101u, 0);
-    }
-    qa = uvec4(q[0], q[1], q[2], q[3]);
-    qb = uvec4(q[4], q[5], q[6], q[7]);
-    float scale = amax / 127.0;
-    scaleSum = vec2(scale, scale * float(sum));
+    quantizeValues(v, qa, qb, scaleSum);
     return squares;
 }
 
@@ -992,8 +1024,58 @@ const float X_SUM_FACTOR = W_BASE == TYPE_Q4_0 ? 8.0 : (W_BASE == TYPE_Q8_0 ? 0.
 // Where the x pass puts block `block` of the row from word `base`: the
 // blocks' int8 values (2 uvec4 each), then their (scale, scale * sum)
 // pairs; `base` a multiple of 4 words, the row's blocks a multiple of 8.
-uint qxQuantsAt(uint base, uint block) { return base / 4u + 2u * block; }
-uint qxScaleAt(uint base, uint block) { return (base + (p.k >> 5) * 8u) / 2u + block; }
+uint quantsAt(uint base, uint block) { return base / 4u + 2u * block; }
+uint scaleAt(uint base, uint blocks, uint block) { return (base + blocks * 8u) / 2u + block; }
+uint qxQuantsAt(uint base, uint block) { return quantsAt(base, block); }
+uint qxScaleAt(uint base, uint block) { return scaleAt(base, p.k >> 5, block); }
+
+#ifdef GLU_OUT
+// Output i of a GLU_OUT product (C[i] = silu(gate) * up, from the sums of
+// rows 2i and 2i + 1). With GLU_QUANTIZE the pair that completes a block
+// of 32 outputs quantizes it into the words after C's row of rows / 2
+// elements, laid out as the x pass lays out x (quantsAt, scaleAt). The
+// memory model is AttentionMerge.glsl's (GLSL without the Vulkan memory
+// model: `coherent` C, memoryBarrierBuffer a device-scope fence): each
+// writer fences before counting itself, the pair that reads 31 (every other
+// output of the block written, in the counter's modification order) fences
+// after its atomic before it reads the block back, and sets the counter to
+// 0 for the next dispatch (no one else touches it in this one).
+void gluWrite(uint outBase, uint i, float gateSum, float upSum)
+{
+    float g = p.alpha * gateSum, u = p.alpha * upSum;
+    float h = silu(g) * u;
+    if (OUT_TYPE == TYPE_F32) {
+        Out32[outBase + i] = h;
+    } else {
+        Out16[outBase + i] = float16_t(h);
+    }
+    if (GLU_QUANTIZE == 0) {
+        return;
+    }
+    memoryBarrierBuffer();
+    uint block = i >> 5;
+    if (atomicAdd(gluCount[block], 1u) != 31u) {
+        return;
+    }
+    memoryBarrierBuffer();
+    vec4 v[8];
+    uint first = outBase + block * 32u;
+    [[unroll]] for (uint j = 0; j < 8u; ++j) {
+        // (quantizeC takes f32 C only, its row a multiple of 4 elements from 0.)
+        v[j] = vec4(Out32[first + 4u * j], Out32[first + 4u * j + 1u], Out32[first + 4u * j + 2u],
+                    Out32[first + 4u * j + 3u]);
+    }
+    uvec4 qa, qb;
+    vec2 scaleSum;
+    quantizeValues(v, qa, qb, scaleSum);
+    uint n = p.rows / 2u;
+    uint qBase = outBase + n;
+    OutQ128[quantsAt(qBase, block)] = qa;
+    OutQ128[quantsAt(qBase, block) + 1u] = qb;
+    OutQ64[scaleAt(qBase, n >> 5, block)] = floatBitsToUint(scaleSum);
+    atomicExchange(gluCount[block], 0u);
+}
+#endif
 
 // Quantizes x block `block` (of the row) into slot `slot` of the chunk
 // (QX_SOURCE 2: copies it from the x pass's output) and returns the sum of
@@ -1128,7 +1210,17 @@ float qxGroupDot(uvec4 w[GROUP_U4], uint g)
 
 // The 16-byte chunk where row `row` of the weights starts (rows of whole
 // groups of 256 weights).
-uint rowChunk(uint wBase, uint row) { return ((wBase + row * p.ldw) >> 8) * GROUP_U4; }
+// The weights' row of the product's row `row` (GLU_OUT: a gate row and an
+// up row in turn).
+uint weightRow(uint row)
+{
+#ifdef GLU_OUT
+    return (row & 1u) != 0u ? p.upRow + (row >> 1) : row >> 1;
+#else
+    return row;
+#endif
+}
+uint rowChunk(uint wBase, uint row) { return ((wBase + weightRow(row) * p.ldw) >> 8) * GROUP_U4; }
 
 void loadGroup(uint rowU4, uint group, out uvec4 w[GROUP_U4])
 {
@@ -1181,7 +1273,7 @@ float qxRowSum(float acc, uint tpr)
 void finishRow(float acc, uint tpr, uint lane, bool live, uint outBase, uint row, float invRms)
 {
     float sum = qxRowSum(acc, tpr);
-#ifdef ROPE_EPILOGUE
+#if defined(ROPE_EPILOGUE) || defined(GLU_OUT)
     float pairSum;
     if (qxSubgroupRows(tpr) && 2u * tpr <= gl_SubgroupSize) {
         pairSum = subgroupShuffleXor(sum, tpr);
@@ -1193,9 +1285,15 @@ void finishRow(float acc, uint tpr, uint lane, bool live, uint outBase, uint row
         pairSum = partial[t ^ tpr];
         barrier(); // read before the next tile writes partial
     }
+#ifdef ROPE_EPILOGUE
     if (lane == 0u && live) {
         ropeWrite(outBase, row, sum * invRms, pairSum * invRms);
     }
+#else
+    if (lane == 0u && live && (row & 1u) == 0u) {
+        gluWrite(outBase, row >> 1, sum * invRms, pairSum * invRms);
+    }
+#endif
 #else
     if (lane == 0u && live) {
         writeOut(outBase + row * p.outStride, sum * invRms);

@@ -427,6 +427,39 @@ Context::record(Step& s)
         return true;
     };
 
+    // One token, gate and up in one tensor: the product normalizes x, and
+    // writes silu(gate) * up and that row quantized to int8 blocks
+    // (MatMulParams::swigluC and quantizeC) into mGate; the down projection
+    // reads the blocks as its x (quantizedA). Two dispatches where the
+    // SwiGLU's x pass made three, one barrier fewer per layer. False where
+    // the device or the weights' mat-vec mode refuse the first (the int-dot
+    // quantized-x mode only); where only the down projection refuses its
+    // blocks, it reads silu(gate) * up as a row of floats.
+    auto gluDecode = [&](const Model::Layer& w) {
+        kp::MatMulParams gateUp = linearParams(w.wGate, false, 1, 0, 0, 0);
+        gateUp.swigluC = true;
+        gateUp.quantizeC = true;
+        // (The offsets count weights, rows of cols: Model::place joins them.)
+        gateUp.upRowB = static_cast<uint32_t>((w.wUp.offset - w.wGate.offset) / w.wGate.cols);
+        gateUp.normA = true;
+        gateUp.normEps = c.rmsEpsilon;
+        gateUp.normOffset = w.ffnNorm.offset;
+        const std::shared_ptr<kp::Tensor>& h = floatsFor(mGate, ff + kp::quantizedRowWords(ff));
+        std::shared_ptr<kp::OpMatMul> fused = fusedMatMul({ mX, w.wGate.tensor, h, w.ffnNorm.tensor }, gateUp);
+        if (!fused) {
+            return false;
+        }
+        add(fused, "ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)");
+        kp::MatMulParams down = linearParams(w.wDown, true, 1, ff, 0, 0);
+        down.quantizedA = true;
+        if (auto quantized = fusedMatMul({ h, w.wDown.tensor, mX }, down)) {
+            add(quantized, "ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)");
+        } else {
+            linear(h, w.wDown, mX, true, 1, 0, "ffn_down");
+        }
+        return true;
+    };
+
     std::vector<std::shared_ptr<kp::Memory>> inputs{ mIds, mPositions };
     if (chain) {
         inputs.push_back(mChain); // zeroed by run()
@@ -505,6 +538,9 @@ Context::record(Step& s)
         linear(attended, w.wo, mX, true, t, 0, "attn_output");
         kp::SwiGLUParams swiglu;
         swiglu.count = t * ff;
+        if (t == 1 && w.wGate.tensor == w.wUp.tensor && gluDecode(w)) {
+            continue; // the layer's last operation
+        }
         if (t == 1 && w.wGate.tensor == w.wUp.tensor) {
             // Decoding: gate and up rows in one mat-vec, [gate | up] in mGate.
             DeviceWeight gateUp = w.wGate;

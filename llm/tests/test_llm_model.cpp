@@ -704,7 +704,9 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // is "float"), and apart where the norms are or where "matvec-rope" is off
 // (and the prompt step's gate and up as one product with the SwiGLU in its
 // epilogue, MatMulParams::swigluC, or, where "gemm-swiglu" is off, one
-// product and OpSwiGLU).
+// product and OpSwiGLU); the int-dot decode's gate and up with the SwiGLU
+// quantized for the down product in their epilogue, or with "matvec-glu"
+// off the down product's x pass.
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -728,13 +730,15 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
                                                                    { mode, "float" } };
         if (quant) {
             runs.push_back({ mode, "all" });
+            runs.push_back({ mode + comma + "matvec-glu", nullptr });
         }
         for (const auto& [disabled, ropeInside] : runs) {
             SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)"));
             kp_test::DisablePaths disable(disabled.c_str());
             kp_test::ScopedEnv inside("KOMPUTE_ENV_ROPE_INSIDE", ropeInside);
             bool folded = disabled.find("matvec-norm") == std::string::npos;
-            bool rotated = disabled == mode && !(quant && ropeInside != nullptr && std::string(ropeInside) == "float");
+            bool rotated = folded && disabled.find("matvec-rope") == std::string::npos &&
+                           !(quant && ropeInside != nullptr && std::string(ropeInside) == "float");
             Context context(model, ContextOptions{ 32, 512, true, 0 });
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
@@ -761,9 +765,20 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             for (const auto& op : context.profile()) {
                 labels += op.label + "; ";
             }
-            for (const char* inside : { "ffn_gate_up (OpMatMul, ffn_norm inside)", "output (OpMatMul, output_norm inside)" }) {
-                EXPECT_EQ(labels.find(inside) != std::string::npos, folded) << inside << " in " << labels;
-            }
+            EXPECT_EQ(labels.find("output (OpMatMul, output_norm inside)") != std::string::npos, folded) << labels;
+            // The int-dot decode: gate and up with the SwiGLU and its int8
+            // blocks in the epilogue, read by ffn_down as its x
+            // (MatMulParams::swigluC, quantizeC, quantizedA), unless
+            // "matvec-glu" is off or the norm is apart; else the down
+            // product computes the SwiGLU itself (its x pass).
+            bool glu = quant && folded && disabled.find("matvec-glu") == std::string::npos;
+            EXPECT_EQ(labels.find("ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)") != std::string::npos, glu)
+              << labels;
+            EXPECT_EQ(labels.find("ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)") != std::string::npos, glu)
+              << labels;
+            EXPECT_EQ(labels.find("ffn_gate_up (OpMatMul, ffn_norm inside)") != std::string::npos, folded && !glu)
+              << labels;
+            EXPECT_EQ(labels.find("ffn_down_swiglu (OpMatMul)") != std::string::npos, !glu) << labels;
             EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)") != std::string::npos,
                       rotated)
               << labels;

@@ -95,6 +95,7 @@ from ._kp import (  # noqa: F401  (the kernel library, re-exported)
     dequantize,
     group_blocks,
     quantize,
+    quantized_row_words,
 )
 
 __version__: str = getattr(_kp, "__version__")

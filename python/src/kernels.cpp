@@ -570,7 +570,7 @@ bindMatMul(nb::module_& m)
            float alpha, float beta, uint32_t lda, uint32_t ldb, uint32_t ldc, uint32_t batch, uint64_t strideA,
            uint64_t strideB, uint64_t strideC, uint64_t offsetA, uint64_t offsetB, uint64_t offsetC,
            WeightFormat formatB, bool swigluA, uint64_t gateOffsetA, bool normA, float normEps, uint64_t normOffset,
-           bool ropeC, const RoPECacheParams* rope, bool swigluC, uint32_t upRowB) {
+           bool ropeC, const RoPECacheParams* rope, bool swigluC, uint32_t upRowB, bool quantizeC, bool quantizedA) {
             if (ropeC && !rope) {
                 throw Error("OpMatMul: rope_c needs rope=kp.RoPECacheParams(...) (the rotation and the caches)");
             }
@@ -604,6 +604,8 @@ bindMatMul(nb::module_& m)
             }
             p.swigluC = swigluC;
             p.upRowB = upRowB;
+            p.quantizeC = quantizeC;
+            p.quantizedA = quantizedA;
             construct(self, tensors, p);
         },
         "tensors"_a,
@@ -635,6 +637,8 @@ bindMatMul(nb::module_& m)
         "rope"_a.none() = nb::none(),
         "swiglu_c"_a = false,
         "up_row_b"_a = 0,
+        "quantize_c"_a = false,
+        "quantized_a"_a = false,
         keepGil,
         "tensors: [a, b, c]; with norm_a the norm's weights follow ([a, b, c, norm_weights]); with rope_c "
         "kp.OpRoPECache's tensors follow those: positions, key_cache, value_cache, then freq_factors if "
@@ -655,8 +659,20 @@ bindMatMul(nb::module_& m)
         "with it), on the mat-vec of a device with subgroup shuffles.\n"
         "swiglu_c: C = silu(G) * U element by element, G and U = alpha * op(A) times the gate's n rows of B "
         "(from its first row) and the up's n rows (from row up_row_b >= n), transposed: B holds up_row_b + n "
-        "rows of k. trans_b and beta 0, on the GEMM kernels (m = 1 too): an LLM's prompt-step gate and up "
-        "projections.");
+        "rows of k. trans_b and beta 0, on the GEMM kernels: an LLM's prompt-step gate and up projections. "
+        "With m = 1 the int-dot mat-vec's quantized-x mode takes it where it runs the product (path "
+        "'matvec-int-dot'; norm_a may come with it there), else the GEMM kernels.\n"
+        "quantize_c: with swiglu_c on the int-dot mat-vec (m = 1, batch 1, C float32, n a multiple of 32, "
+        "offset_c a multiple of 4), C's row is also written as int8 blocks after it, kp.quantized_row_words(n) "
+        "elements from offset_c + n: for each block of 32, 8 words of its int8 values (element 4j + b in byte "
+        "b of word j), then for each block the float32 pair (d, d * sum q); element e is d * q[e]. An LLM "
+        "decode step's gate and up projections, whose down projection reads the blocks (quantized_a).\n"
+        "quantized_a: A's row (m = 1, batch 1, k a multiple of 32) is given as such blocks, from offset_a (a "
+        "multiple of 4) of a float32 A; for the int-dot mat-vec's quantized-x mode with the row whole in "
+        "shared memory; no swiglu_a or norm_a.");
+    m.def("quantized_row_words", &quantizedRowWords, "k"_a,
+          "Elements (float32 words) of a row of k elements as int8 blocks (OpMatMul's quantize_c and "
+          "quantized_a; k a multiple of 32).");
 
     nb::class_<OpGetRows, KernelOp>(m,
                                     "OpGetRows",

@@ -477,6 +477,55 @@ def test_swiglu_c_refused(mgr, monkeypatch):
         kp.OpMatMul([a, b, c], trans_b=True, up_row_b=5, **shape)
 
 
+@pytest.mark.parametrize("b_dtype", ["q8_0", "q4_0"])
+def test_swiglu_c_quantized_on_the_mat_vec(mgr, monkeypatch, device_properties, b_dtype):
+    """swiglu_c with m = 1 on the int-dot mat-vec, with the norm inside
+    (norm_a) and quantize_c: C = silu(G) * U, then its row as int8 blocks
+    after it, which a second product reads as its x (quantized_a)."""
+    if not device_properties["integer_dot_product"]["supported"] or not has_shuffles(device_properties):
+        pytest.skip("no integer dot products or subgroup shuffles: no int-dot mat-vec with swiglu_c")
+    disable_paths(monkeypatch, "matvec-float")
+    n, k, up_row_b, outs = 256, 256, 264, 24
+    rng = np.random.default_rng(50)
+    x = rng.uniform(-2, 2, k).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, k).astype(np.float32)
+    a, norm = mgr.tensor(x), mgr.tensor(g)
+    b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, (up_row_b + n) * k).astype(np.float32))
+    c = mgr.tensor(np.zeros(n + kp.quantized_row_words(n), np.float32))
+    op = kp.OpMatMul([a, b, c, norm], m=1, n=n, k=k, trans_b=True, format_b=weight_format(b_dtype),
+                     swiglu_c=True, up_row_b=up_row_b, norm_a=True, quantize_c=True)
+    assert op.path() == "matvec-int-dot" and len(op.algorithms()) == 1
+    d, d_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, outs * n).astype(np.float32))
+    y = mgr.tensor(np.zeros(outs, np.float32))
+    down = kp.OpMatMul([c, d, y], m=1, n=outs, k=n, trans_b=True, format_b=weight_format(b_dtype),
+                       quantized_a=True, offset_a=n)
+    seq = mgr.sequence()
+    seq.record(kp.OpSyncDevice([a, norm, b, d])).record(op).record(down).record(kp.OpSyncLocal([c, y])).eval()
+    xn = x.astype(np.float64) / np.sqrt(np.mean(x.astype(np.float64) ** 2) + 1e-5) * g
+    B = b_stored.astype(np.float64).reshape(up_row_b + n, k)
+    G, U = B[:n] @ xn, B[up_row_b:] @ xn
+    mag_g, mag_u = np.abs(B[:n]) @ np.abs(xn), np.abs(B[up_row_b:]) @ np.abs(xn)
+    h = floats_of(c)[:n].astype(np.float64)
+    # x rounded to int8 (each sum within its magnitude / 127; |silu'| < 1.1)
+    np.testing.assert_array_less(np.abs(h - silu(G) * U),
+                                 2 * (1.1 * mag_g * np.abs(U) + np.abs(G) * mag_u + mag_g * mag_u / 127) / 127 + 1e-5)
+    words = floats_of(c)[n:].view(np.uint32)
+    blocks = n // 32
+    q = words[:8 * blocks].view(np.int8).reshape(blocks, 32).astype(np.float64)
+    pairs = words[8 * blocks:].view(np.float32).reshape(blocks, 2).astype(np.float64)
+    row = (pairs[:, :1] * q).reshape(n)
+    np.testing.assert_array_less(np.abs(row - h), 0.501 * np.repeat(pairs[:, 0], 32) + 1e-7)
+    np.testing.assert_allclose(pairs[:, 1], pairs[:, 0] * q.sum(axis=1), rtol=1e-5, atol=1e-7)
+    D = d_stored.astype(np.float64).reshape(outs, n)
+    np.testing.assert_array_less(np.abs(floats_of(y) - D @ row), 1e-4 * (np.abs(D) @ np.abs(row)) + 1e-6)
+    with pytest.raises(kp.Error, match="quantizeC writes the SwiGLU row"):
+        kp.OpMatMul([a, b, c, norm], m=1, n=n, k=k, trans_b=True, format_b=weight_format(b_dtype), norm_a=True,
+                    quantize_c=True)
+    with pytest.raises(kp.Error, match="quantizedA gives the one row of A.*m = 2"):
+        kp.OpMatMul([c, d, mgr.tensor(np.zeros(2 * outs, np.float32))], m=2, n=outs, k=n, trans_b=True,
+                    format_b=weight_format(b_dtype), quantized_a=True)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["q8_0", "q4_0"])
 def test_get_rows(mgr, dtype):
     rng = np.random.default_rng(3)

@@ -42,20 +42,40 @@ ropeInsideEverywhere()
     return true;
 }
 
-/** KOMPUTE_ENV_DECODE_CHAIN: "1" or "0" overrides
- * ContextOptions::dispatchChain; other values are reported and ignored. */
+/** An on/off variable: "1" or "0" overrides `fallback`; other values are
+ * reported and ignored. */
 bool
-dispatchChainWanted(bool option)
+switchFromEnv(const char* name, bool fallback)
 {
-    const char* text = std::getenv("KOMPUTE_ENV_DECODE_CHAIN");
+    const char* text = std::getenv(name);
     if (text == nullptr || *text == '\0') {
-        return option;
+        return fallback;
     }
     if (std::string(text) == "1" || std::string(text) == "0") {
         return text[0] == '1';
     }
-    KP_LOG_WARN("KOMPUTE_ENV_DECODE_CHAIN={} is ignored: it is 1 or 0", text);
-    return option;
+    KP_LOG_WARN("{}={} is ignored: it is 1 or 0", name, text);
+    return fallback;
+}
+
+/** KOMPUTE_ENV_DECODE_CHAIN overrides ContextOptions::dispatchChain. */
+bool
+dispatchChainWanted(bool option)
+{
+    return switchFromEnv("KOMPUTE_ENV_DECODE_CHAIN", option);
+}
+
+/** KOMPUTE_ENV_DECODE_GLU=1: the int-dot decode's gate/up product writes
+ * the SwiGLU and its int8 blocks, which ffn_down reads (MatMulParams::
+ * swigluC, quantizeC, quantizedA). Off by default until a GPU measures it:
+ * its first form, which counted each output as it was written, made the
+ * H100's Q4_0 decode slower (323 against 371 t/s); the form that counts
+ * once per workgroup is not measured yet (docs/performance.md, sixteenth
+ * session). Read each time a step is recorded. */
+bool
+decodeGluWanted()
+{
+    return switchFromEnv("KOMPUTE_ENV_DECODE_GLU", false);
 }
 
 /** The product with a fused option (normA, swigluA, swigluC, ropeC), or
@@ -427,15 +447,20 @@ Context::record(Step& s)
         return true;
     };
 
-    // One token, gate and up in one tensor: the product normalizes x, and
-    // writes silu(gate) * up and that row quantized to int8 blocks
-    // (MatMulParams::swigluC and quantizeC) into mGate; the down projection
-    // reads the blocks as its x (quantizedA). Two dispatches where the
-    // SwiGLU's x pass made three, one barrier fewer per layer. False where
-    // the device or the weights' mat-vec mode refuse the first (the int-dot
-    // quantized-x mode only); where only the down projection refuses its
-    // blocks, it reads silu(gate) * up as a row of floats.
+    // One token, gate and up in one tensor, KOMPUTE_ENV_DECODE_GLU=1: the
+    // product normalizes x, and writes silu(gate) * up and that row
+    // quantized to int8 blocks (MatMulParams::swigluC and quantizeC) into
+    // mGate; the down projection reads the blocks as its x (quantizedA).
+    // Two dispatches where the SwiGLU's x pass made three, one barrier
+    // fewer per layer. False where it is off or the device or the weights'
+    // mat-vec mode refuse the first (the int-dot quantized-x mode only);
+    // where only the down projection refuses its blocks, it reads
+    // silu(gate) * up as a row of floats.
+    const bool glu = decodeGluWanted();
     auto gluDecode = [&](const Model::Layer& w) {
+        if (!glu) {
+            return false;
+        }
         kp::MatMulParams gateUp = linearParams(w.wGate, false, 1, 0, 0, 0);
         gateUp.swigluC = true;
         gateUp.quantizeC = true;

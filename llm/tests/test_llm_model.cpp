@@ -20,6 +20,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -705,8 +706,9 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // (and the prompt step's gate and up as one product with the SwiGLU in its
 // epilogue, MatMulParams::swigluC, or, where "gemm-swiglu" is off, one
 // product and OpSwiGLU); the int-dot decode's gate and up with the SwiGLU
-// quantized for the down product in their epilogue, or with "matvec-glu"
-// off the down product's x pass.
+// quantized for the down product in their epilogue with
+// KOMPUTE_ENV_DECODE_GLU=1, or (by default, and with "matvec-glu" off) the
+// down product's x pass.
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -724,18 +726,25 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         // (disabled paths, KOMPUTE_ENV_ROPE_INSIDE: every product rotates
         // inside by default and with "all"; with "float" the int-dot one
         // records OpRoPECache after it)
-        std::vector<std::pair<std::string, const char*>> runs = { { mode, nullptr },
-                                                                   { mode + comma + "matvec-norm,gemm-swiglu", nullptr },
-                                                                   { mode + comma + "matvec-rope", nullptr },
-                                                                   { mode, "float" } };
+        // (and KOMPUTE_ENV_DECODE_GLU)
+        std::vector<std::tuple<std::string, const char*, const char*>> runs = {
+            { mode, nullptr, nullptr },
+            { mode + comma + "matvec-norm,gemm-swiglu", nullptr, nullptr },
+            { mode + comma + "matvec-rope", nullptr, nullptr },
+            { mode, "float", nullptr }
+        };
         if (quant) {
-            runs.push_back({ mode, "all" });
-            runs.push_back({ mode + comma + "matvec-glu", nullptr });
+            runs.push_back({ mode, "all", nullptr });
+            runs.push_back({ mode, nullptr, "1" });
+            runs.push_back({ mode + comma + "matvec-glu", nullptr, "1" });
+            runs.push_back({ mode + comma + "matvec-norm", nullptr, "1" });
         }
-        for (const auto& [disabled, ropeInside] : runs) {
-            SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)"));
+        for (const auto& [disabled, ropeInside, gluOn] : runs) {
+            SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)") +
+                         " KOMPUTE_ENV_DECODE_GLU=" + (gluOn ? gluOn : "(unset)"));
             kp_test::DisablePaths disable(disabled.c_str());
             kp_test::ScopedEnv inside("KOMPUTE_ENV_ROPE_INSIDE", ropeInside);
+            kp_test::ScopedEnv gluEnv("KOMPUTE_ENV_DECODE_GLU", gluOn);
             bool folded = disabled.find("matvec-norm") == std::string::npos;
             bool rotated = folded && disabled.find("matvec-rope") == std::string::npos &&
                            !(quant && ropeInside != nullptr && std::string(ropeInside) == "float");
@@ -766,12 +775,12 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
                 labels += op.label + "; ";
             }
             EXPECT_EQ(labels.find("output (OpMatMul, output_norm inside)") != std::string::npos, folded) << labels;
-            // The int-dot decode: gate and up with the SwiGLU and its int8
-            // blocks in the epilogue, read by ffn_down as its x
-            // (MatMulParams::swigluC, quantizeC, quantizedA), unless
-            // "matvec-glu" is off or the norm is apart; else the down
-            // product computes the SwiGLU itself (its x pass).
-            bool glu = quant && folded && disabled.find("matvec-glu") == std::string::npos;
+            // The int-dot decode with KOMPUTE_ENV_DECODE_GLU=1: gate and up
+            // with the SwiGLU and its int8 blocks in the epilogue, read by
+            // ffn_down as its x (MatMulParams::swigluC, quantizeC,
+            // quantizedA), unless "matvec-glu" is off or the norm is apart;
+            // else the down product computes the SwiGLU itself (its x pass).
+            bool glu = quant && folded && gluOn != nullptr && disabled.find("matvec-glu") == std::string::npos;
             EXPECT_EQ(labels.find("ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)") != std::string::npos, glu)
               << labels;
             EXPECT_EQ(labels.find("ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)") != std::string::npos, glu)

@@ -579,8 +579,10 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
             if (!intDot || config.qxBlocks == 0 || mv.columnMode || p.batch != 1) {
                 problem = "swigluC takes the int-dot mat-vec's quantized-x mode (batch 1)";
-            } else if (config.rows % 2 != 0) {
-                problem = format("swigluC pairs a workgroup's rows, and this configuration gives it {} rows",
+            } else if (config.rows % 2 != 0 || (p.quantizeC && 32 % (config.rows / 2) != 0)) {
+                // (quantizeC: a tile's outputs, rows / 2, in one block of 32)
+                problem = format("swigluC pairs a workgroup's rows (and quantizeC counts a tile's rows / 2 outputs "
+                                 "into one 32-element block), and this configuration gives it {} rows",
                                  config.rows);
             } else if (!caps.subgroupShuffle) {
                 problem = "swigluC on the mat-vec needs subgroup shuffles";

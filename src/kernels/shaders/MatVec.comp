@@ -1030,16 +1030,8 @@ uint qxQuantsAt(uint base, uint block) { return quantsAt(base, block); }
 uint qxScaleAt(uint base, uint block) { return scaleAt(base, p.k >> 5, block); }
 
 #ifdef GLU_OUT
-// Output i of a GLU_OUT product (C[i] = silu(gate) * up, from the sums of
-// rows 2i and 2i + 1). With GLU_QUANTIZE the pair that completes a block
-// of 32 outputs quantizes it into the words after C's row of rows / 2
-// elements, laid out as the x pass lays out x (quantsAt, scaleAt). The
-// memory model is AttentionMerge.glsl's (GLSL without the Vulkan memory
-// model: `coherent` C, memoryBarrierBuffer a device-scope fence): each
-// writer fences before counting itself, the pair that reads 31 (every other
-// output of the block written, in the counter's modification order) fences
-// after its atomic before it reads the block back, and sets the counter to
-// 0 for the next dispatch (no one else touches it in this one).
+// Output i of a GLU_OUT product: C[i] = silu(gate) * up, from the sums of
+// rows 2i and 2i + 1.
 void gluWrite(uint outBase, uint i, float gateSum, float upSum)
 {
     float g = p.alpha * gateSum, u = p.alpha * upSum;
@@ -1049,31 +1041,55 @@ void gluWrite(uint outBase, uint i, float gateSum, float upSum)
     } else {
         Out16[outBase + i] = float16_t(h);
     }
-    if (GLU_QUANTIZE == 0) {
-        return;
-    }
+}
+
+// GLU_QUANTIZE, once the workgroup has written all its outputs: each of its
+// tiles (ROWS / 2 outputs, a divisor of 32) counts its outputs into its
+// block's counter, and the tile that completes a block quantizes it into
+// the words after C's row of rows / 2 elements, laid out as the x pass lays
+// out x (quantsAt, scaleAt). Counting once at the end, not as each row is
+// written: a fence waits for the thread's loads in flight, and one per
+// tile stalled the loop's prefetch (the product took 45 µs a layer against
+// 30 on an H100, docs/performance.md). The memory model is
+// AttentionMerge.glsl's (GLSL without the Vulkan memory model: `coherent`
+// C, memoryBarrierBuffer a device-scope fence): every invocation fences
+// after its writes and the workgroup barrier orders them before any of its
+// counts; the tile that reads 32 - its count (every other output of the
+// block written, in the counter's modification order) fences after its
+// atomic before it reads the block back, and sets the counter to 0 for the
+// next dispatch (no one else touches it in this one).
+void gluFinish(uint outBase)
+{
     memoryBarrierBuffer();
-    uint block = i >> 5;
-    if (atomicAdd(gluCount[block], 1u) != 31u) {
-        return;
-    }
-    memoryBarrierBuffer();
-    vec4 v[8];
-    uint first = outBase + block * 32u;
-    [[unroll]] for (uint j = 0; j < 8u; ++j) {
-        // (quantizeC takes f32 C only, its row a multiple of 4 elements from 0.)
-        v[j] = vec4(Out32[first + 4u * j], Out32[first + 4u * j + 1u], Out32[first + 4u * j + 2u],
-                    Out32[first + 4u * j + 3u]);
-    }
-    uvec4 qa, qb;
-    vec2 scaleSum;
-    quantizeValues(v, qa, qb, scaleSum);
+    barrier();
+    const uint HALF = ROWS / 2u;
     uint n = p.rows / 2u;
-    uint qBase = outBase + n;
-    OutQ128[quantsAt(qBase, block)] = qa;
-    OutQ128[quantsAt(qBase, block) + 1u] = qb;
-    OutQ64[scaleAt(qBase, n >> 5, block)] = floatBitsToUint(scaleSum);
-    atomicExchange(gluCount[block], 0u);
+    uint tiles = (p.rows + ROWS - 1u) / ROWS;
+    for (uint tile = gl_WorkGroupID.x + gl_LocalInvocationID.x * gl_NumWorkGroups.x; tile < tiles;
+         tile += WG * gl_NumWorkGroups.x) {
+        uint first = tile * HALF;
+        uint count = min(HALF, n - first);
+        uint block = first >> 5;
+        memoryBarrierBuffer();
+        if (atomicAdd(gluCount[block], count) + count != 32u) {
+            continue;
+        }
+        memoryBarrierBuffer();
+        vec4 v[8];
+        uint at = outBase + block * 32u;
+        [[unroll]] for (uint j = 0; j < 8u; ++j) {
+            // (quantizeC takes f32 C only, its row a multiple of 4 elements from 0.)
+            v[j] = vec4(Out32[at + 4u * j], Out32[at + 4u * j + 1u], Out32[at + 4u * j + 2u], Out32[at + 4u * j + 3u]);
+        }
+        uvec4 qa, qb;
+        vec2 scaleSum;
+        quantizeValues(v, qa, qb, scaleSum);
+        uint qBase = outBase + n;
+        OutQ128[quantsAt(qBase, block)] = qa;
+        OutQ128[quantsAt(qBase, block) + 1u] = qb;
+        OutQ64[scaleAt(qBase, n >> 5, block)] = floatBitsToUint(scaleSum);
+        atomicExchange(gluCount[block], 0u);
+    }
 }
 #endif
 
@@ -1708,6 +1724,11 @@ void main()
         qxPass();
     } else if (QX_BLOCKS != 0 && W_QX) {
         qxRowMode();
+#ifdef GLU_OUT
+        if (GLU_QUANTIZE != 0) {
+            gluFinish(p.outOffset);
+        }
+#endif
 #endif
     } else if (W_BLOCK_UNITS) {
         unitRowMode();

@@ -492,6 +492,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     bool oneRow = p.m == 1 && (!p.swigluC || !check.caps().isDisabled("matvec-glu"));
     bool oneColumn = p.n == 1 && !quantB && !p.swigluC && !p.quantizedA;
     const DeviceCaps& caps = check.caps();
+    std::string matVecRefused; // why the mat-vec did not take this product, where it says
     if ((oneRow || oneColumn) && view.subgroupArithmetic && !caps.isDisabled("matvec")) {
         MatVecVariant mv;
         MatVecPush push{};
@@ -767,6 +768,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             setPath(intDot ? "matvec-int-dot" : "matvec");
             return;
         }
+        matVecRefused = problem;
     }
 
     if (p.chained) {
@@ -781,6 +783,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                           caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
                           : p.swigluC && caps.isDisabled("matvec-glu") ? "KOMPUTE_ENV_DISABLE has matvec-glu"
                           : !view.subgroupArithmetic ? "no subgroup arithmetic"
+                          : !matVecRefused.empty()   ? matVecRefused
                                                      : "no mat-vec configuration fits"));
     }
 

@@ -839,9 +839,19 @@ TEST_F(MatMul, SwigluOutputAndQuantizedRowOnTheIntDotMatVec)
     auto wf = mgr().tensor(std::vector<float>(8 * n, 1.0f));
     down.formatB = kp::WeightFormat::eNone;
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(c, wf, y, down); }, { "quantizedA needs the mat-vec" }));
+    auto norm = mgr().tensor(std::vector<float>(k, 1.0f));
+    {
+        // Float weights: no quantized-x mode, and the GEMM kernels take no norm.
+        auto floatsB = mgr().tensor(std::vector<float>(size_t(2) * n * k, 1.0f));
+        kp::MatMulParams normed = gateUp;
+        normed.formatB = kp::WeightFormat::eNone;
+        normed.quantizeC = false;
+        normed.normA = true;
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ x, floatsB, small, norm }, normed); },
+                               { "normA needs the mat-vec", "swigluC takes the int-dot mat-vec's quantized-x mode" }));
+    }
     {
         DisablePaths off("matvec-float,matvec-glu");
-        auto norm = mgr().tensor(std::vector<float>(k, 1.0f));
         gateUp.quantizeC = false;
         gateUp.normA = true;
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ x, w, small, norm }, gateUp); },

@@ -704,7 +704,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (p.swigluC) {
                 // The GLU_OUT build: rows 2i and 2i + 1 are the gate's row i
                 // and the up's, the SwiGLU of their sums into C; quantizeC:
-                // the blocks after C's row, the last pair of each block
+                // the blocks after C's row, the tile that completes a block
                 // quantizing it, with a counter per block at binding 4
                 // (zero here, left zero by each dispatch).
                 std::shared_ptr<Memory> counts = memObjects[2];

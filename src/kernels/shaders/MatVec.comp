@@ -41,10 +41,10 @@
 // product's rows are pairs, row 2i the gate's row i of the weights and row
 // 2i + 1 the up's (from row upRow), and C[i] = silu(gate) * up. With
 // GLU_QUANTIZE, C's row is also written quantized as the quantized-x mode
-// reads it (MatMulParams::quantizeC): the pair that completes a 32-element
-// block of C (a counter per block at binding 4) quantizes it, so that the
-// product after this one copies x instead of quantizing it (or running an
-// x pass). C is read back by that pair: coherent.
+// reads it (MatMulParams::quantizeC): the tile that completes a 32-element
+// block of C (a counter per block at binding 4, see gluFinish) quantizes
+// it, so that the product after this one copies x instead of quantizing it
+// (or running an x pass). C is read back by that tile: coherent.
 #if defined(CHAIN) || defined(GLU_OUT)
 #define OUT_COHERENT coherent
 #else
@@ -177,8 +177,9 @@ layout(set = 0, binding = 8) readonly buffer RopeBias { float ropeBias[]; };
 #include "RoPERotate.glsl"
 #endif
 #ifdef GLU_OUT
-// GLU_QUANTIZE: per 32-element block of C, the pairs that have written
-// theirs (zero before the dispatch, left zero by it).
+// GLU_QUANTIZE: per 32-element block of C, its outputs counted so far by
+// the workgroups that wrote them (zero before the dispatch, left zero by
+// it).
 layout(set = 0, binding = 4) coherent buffer GluCounts { uint gluCount[]; };
 #endif
 FLOAT_OPERAND_LOADS(X)

@@ -706,7 +706,8 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 // and the up's, the SwiGLU of their sums into C; quantizeC:
                 // the blocks after C's row, the tile that completes a block
                 // quantizing it, with a counter per block at binding 4
-                // (zero here, left zero by each dispatch).
+                // (zero here, left zero by each dispatch; without quantizeC
+                // C is bound there, unread).
                 std::shared_ptr<Memory> counts = memObjects[2];
                 if (p.quantizeC) {
                     counts = std::make_shared<TensorT<uint32_t>>(

@@ -232,7 +232,7 @@ void writeOut(uint index, float sum)
     }
 }
 
-#ifdef ROPE_EPILOGUE
+// C[index] = value (the epilogues that write C without alpha and beta).
 void storeOut(uint index, float value)
 {
     if (OUT_TYPE == TYPE_F32) {
@@ -241,6 +241,8 @@ void storeOut(uint index, float value)
         Out16[index] = float16_t(value);
     }
 }
+
+#ifdef ROPE_EPILOGUE
 
 void storeCache(bool isValue, uint index, float value)
 {
@@ -1022,12 +1024,12 @@ float quantizeBlock(uint xBase, uint block, out uvec4 qa, out uvec4 qb, out vec2
 // Q4_K's minimums; Q8_0 has none): the factor of scale * sum in qxScale.
 const float X_SUM_FACTOR = W_BASE == TYPE_Q4_0 ? 8.0 : (W_BASE == TYPE_Q8_0 ? 0.0 : 1.0);
 
-// Where the x pass puts block `block` of the row from word `base`: the
-// blocks' int8 values (2 uvec4 each), then their (scale, scale * sum)
-// pairs; `base` a multiple of 4 words, the row's blocks a multiple of 8.
+// Where the x pass (and quantizeC) puts block `block` of a row of `blocks`
+// blocks from word `base`: the blocks' int8 values (2 uvec4 each), then
+// their (scale, scale * sum) pairs; `base` a multiple of 4 words. qxScaleAt:
+// of the product's x, k / 32 blocks.
 uint quantsAt(uint base, uint block) { return base / 4u + 2u * block; }
 uint scaleAt(uint base, uint blocks, uint block) { return (base + blocks * 8u) / 2u + block; }
-uint qxQuantsAt(uint base, uint block) { return quantsAt(base, block); }
 uint qxScaleAt(uint base, uint block) { return scaleAt(base, p.k >> 5, block); }
 
 #ifdef GLU_OUT
@@ -1036,12 +1038,7 @@ uint qxScaleAt(uint base, uint block) { return scaleAt(base, p.k >> 5, block); }
 void gluWrite(uint outBase, uint i, float gateSum, float upSum)
 {
     float g = p.alpha * gateSum, u = p.alpha * upSum;
-    float h = silu(g) * u;
-    if (OUT_TYPE == TYPE_F32) {
-        Out32[outBase + i] = h;
-    } else {
-        Out16[outBase + i] = float16_t(h);
-    }
+    storeOut(outBase + i, silu(g) * u);
 }
 
 // GLU_QUANTIZE, once the workgroup has written all its outputs: each of its
@@ -1103,8 +1100,8 @@ float quantizeXBlock(uint xBase, uint block, uint slot)
     vec2 scaleSum;
     float squares = 0.0;
     if (QX_SOURCE == 2) {
-        qa = X128[qxQuantsAt(xBase, block)];
-        qb = X128[qxQuantsAt(xBase, block) + 1u];
+        qa = X128[quantsAt(xBase, block)];
+        qb = X128[quantsAt(xBase, block) + 1u];
         scaleSum = uintBitsToFloat(X64[qxScaleAt(xBase, block)]);
     } else {
         squares = quantizeBlock(xBase, block, qa, qb, scaleSum);
@@ -1129,8 +1126,8 @@ void qxPass()
     uvec4 qa, qb;
     vec2 scaleSum;
     quantizeBlock(p.xOffset + batch * p.xBatchStride, block, qa, qb, scaleSum);
-    OutQ128[qxQuantsAt(outBase, block)] = qa;
-    OutQ128[qxQuantsAt(outBase, block) + 1u] = qb;
+    OutQ128[quantsAt(outBase, block)] = qa;
+    OutQ128[quantsAt(outBase, block) + 1u] = qb;
     OutQ64[qxScaleAt(outBase, block)] = floatBitsToUint(scaleSum);
 }
 

@@ -65,17 +65,16 @@ dispatchChainWanted(bool option)
     return switchFromEnv("KOMPUTE_ENV_DECODE_CHAIN", option);
 }
 
-/** KOMPUTE_ENV_DECODE_GLU=1: the int-dot decode's gate/up product writes
- * the SwiGLU and its int8 blocks, which ffn_down reads (MatMulParams::
- * swigluC, quantizeC, quantizedA). Off by default until a GPU measures it:
- * its first form, which counted each output as it was written, made the
- * H100's Q4_0 decode slower (323 against 371 t/s); the form that counts
- * once per workgroup is not measured yet (docs/performance.md, sixteenth
- * session). Read each time a step is recorded. */
+/** KOMPUTE_ENV_DECODE_GLU (on unless "0"): the int-dot decode's gate/up
+ * product writes the SwiGLU and its int8 blocks, which ffn_down reads
+ * (MatMulParams::swigluC, quantizeC, quantizedA). On the H100 it ran Q4_0
+ * at 374-378 t/s against 368-371 with the down product's x pass, and Q8_0
+ * at 221.5 against 217-218 (docs/performance.md, seventeenth session).
+ * Read each time a step is recorded. */
 bool
 decodeGluWanted()
 {
-    return switchFromEnv("KOMPUTE_ENV_DECODE_GLU", false);
+    return switchFromEnv("KOMPUTE_ENV_DECODE_GLU", true);
 }
 
 /** The product with a fused option (normA, swigluA, swigluC, ropeC), or
@@ -447,7 +446,7 @@ Context::record(Step& s)
         return true;
     };
 
-    // One token, gate and up in one tensor, KOMPUTE_ENV_DECODE_GLU=1: the
+    // One token, gate and up in one tensor (unless KOMPUTE_ENV_DECODE_GLU=0): the
     // product normalizes x, and writes silu(gate) * up and that row
     // quantized to int8 blocks (MatMulParams::swigluC and quantizeC) into
     // mGate; the down projection reads the blocks as its x (quantizedA).

@@ -706,9 +706,9 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // (and the prompt step's gate and up as one product with the SwiGLU in its
 // epilogue, MatMulParams::swigluC, or, where "gemm-swiglu" is off, one
 // product and OpSwiGLU); the int-dot decode's gate and up with the SwiGLU
-// quantized for the down product in their epilogue with
-// KOMPUTE_ENV_DECODE_GLU=1, or (by default, and with "matvec-glu" off) the
-// down product's x pass.
+// quantized for the down product in their epilogue (by default), or (with
+// KOMPUTE_ENV_DECODE_GLU=0, and with "matvec-glu" off) the down product's
+// x pass.
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -735,9 +735,9 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         };
         if (quant) {
             runs.push_back({ mode, "all", nullptr });
+            runs.push_back({ mode, nullptr, "0" });
             runs.push_back({ mode, nullptr, "1" });
-            runs.push_back({ mode + comma + "matvec-glu", nullptr, "1" });
-            runs.push_back({ mode + comma + "matvec-norm", nullptr, "1" });
+            runs.push_back({ mode + comma + "matvec-glu", nullptr, nullptr });
         }
         for (const auto& [disabled, ropeInside, gluOn] : runs) {
             SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)") +
@@ -775,12 +775,13 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
                 labels += op.label + "; ";
             }
             EXPECT_EQ(labels.find("output (OpMatMul, output_norm inside)") != std::string::npos, folded) << labels;
-            // The int-dot decode with KOMPUTE_ENV_DECODE_GLU=1: gate and up
+            // The int-dot decode (unless KOMPUTE_ENV_DECODE_GLU=0): gate and up
             // with the SwiGLU and its int8 blocks in the epilogue, read by
             // ffn_down as its x (MatMulParams::swigluC, quantizeC,
             // quantizedA), unless "matvec-glu" is off or the norm is apart;
             // else the down product computes the SwiGLU itself (its x pass).
-            bool glu = quant && folded && gluOn != nullptr && disabled.find("matvec-glu") == std::string::npos;
+            bool glu = quant && folded && (gluOn == nullptr || std::string(gluOn) == "1") &&
+                       disabled.find("matvec-glu") == std::string::npos;
             EXPECT_EQ(labels.find("ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)") != std::string::npos, glu)
               << labels;
             EXPECT_EQ(labels.find("ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)") != std::string::npos, glu)

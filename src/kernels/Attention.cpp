@@ -73,7 +73,9 @@ coopmatPrefillShared(const CoopmatPrefill& c, uint32_t headDim)
 {
     uint64_t pairs = 16ull * c.subgroups;
     uint64_t kvRows = std::max<uint64_t>(2ull * c.kvTile, pairs);
-    return kvRows * (headDim / 8 + 1) * 16 + pairs * (c.kvTile + 4) * 4 + pairs * (c.kvTile + 8) * 2 + pairs * 16;
+    uint64_t scoreVectors = c.kvTile / 4 + 2;                  // SV
+    uint64_t probWords = (c.kvTile / 4 + 13) / 16 * 16 + 2;    // SPW
+    return kvRows * (headDim / 8 + 1) * 16 + pairs * scoreVectors * 16 + pairs * probWords * 8 + pairs * 16;
 }
 
 bool
@@ -369,7 +371,9 @@ OpAttention::OpAttention(const std::vector<std::shared_ptr<Memory>>& tensors, co
     // at least kCoopmatPrefillMinRows rows. On the H200, 32 heads of 128 (8
     // KV heads), causal from position 0, 32 positions per tile and 4
     // subgroups: 40.2 TFLOP/s at 512 rows and 63.6 at 4096, against 0.90
-    // and 1.02 for the SIMT kernel (docs/performance.md). Shorter prompts
+    // and 1.02 for the SIMT kernel (docs/performance.md); on the H100 since
+    // S^T = K Q^T and the softmax in vectors of 4 (seventeenth session) 47.6
+    // and 81.6 (41.2 and 63.9 before, in the same call). Shorter prompts
     // keep the SIMT kernel (f32 q and weights).
     bool asked = p.prefillKvTile != 0 || p.prefillSubgroups != 0;
     kernels::matmul::DeviceView view = kernels::matmul::matMulDevice(*check.device(), caps);

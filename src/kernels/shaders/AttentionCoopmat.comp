@@ -120,8 +120,7 @@ void subgroupSync()
 
 // The matrix operations by the arrays they read or write: tileKV (16-byte
 // chunks of 8 f16), probs (8-byte words of 4 f16), scores (16-byte words of
-// 4 f32);
-// offsets and strides count the arrays' elements.
+// 4 f32); offsets and strides count the arrays' elements.
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, lM, lN>
 #define A_T fcoopmatNV<16, gl_ScopeSubgroup, lM, lK>
 #define B_T fcoopmatNV<16, gl_ScopeSubgroup, lK, lN>

@@ -13,8 +13,9 @@
 // (--all-paths: also the integer dot-product mat-vec where the device
 // supports but does not accelerate it, to check it on lavapipe. --filter:
 // the rows whose label contains TEXT, or one of its '|'-separated parts;
-// where every part starts with "matvec" or "read bandwidth", the GEMM
-// sections are skipped before they make their data.)
+// where every part starts with "matvec", "read bandwidth" or "attention",
+// the GEMM sections are skipped before they make their data; "attention
+// stats" prints the attention kernels' pipeline statistics.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -1199,6 +1200,68 @@ runReadBandwidth(Context& ctx, const Options& options)
     ctx.destroy(sink);
 }
 
+// The driver's statistics (registers, spills, shared memory on NVIDIA) of
+// the attention kernels' pipelines as the library builds them for
+// Llama-8B's heads (32 of 128, 8 KV heads, f16 caches): the decode kernel
+// and the cooperative-matrix prefill's variants. Nothing is timed
+// (kompute-bench's attention cases time them); where the device has no
+// VK_KHR_pipeline_executable_properties, the pipelines are only made.
+void
+runAttentionStats(Context& ctx, const Options& options)
+{
+    std::vector<Buffer> buffers;
+    for (int i = 0; i < 7; ++i) {
+        buffers.push_back(ctx.buffer(256, false));
+    }
+    auto make = [&](const std::string& label, const char* variant, uint32_t bindings, uint32_t pushBytes,
+                    const std::vector<uint32_t>& constants) {
+        if (!options.selects(label)) {
+            return;
+        }
+        std::printf("%s\n", label.c_str());
+        std::vector<Buffer*> used;
+        for (uint32_t i = 0; i < bindings; ++i) {
+            used.push_back(&buffers[i]);
+        }
+        Pipeline p = ctx.pipeline(kp::kernels::builtinSpirv(variant), used, pushBytes, constants);
+        ctx.destroy(p);
+    };
+    const uint32_t sg = ctx.view.subgroupSize;
+    // Decode (Attention.cpp's flashDecode for this shape): 256
+    // invocations, up to 16 lanes a row (16 bytes each), 4 rows a pass, the
+    // next pass loaded ahead; 7 bindings, 13 words of push constants.
+    if (sg >= 2 && 256 % sg == 0) {
+        uint32_t lanes = std::min(sg, 16u);
+        make("attention stats decode f16 256:4", "attention_decode_f16_v8", 7, 13 * 4,
+             { 256, 128, 4, 256, 1, lanes, 32 / lanes, 4, 256 / sg, 0, 1 });
+    }
+    // Prefill on NV cooperative matrices (the form NVIDIA devices take):
+    // C positions a tile, S subgroups; 5 bindings, 12 words of push
+    // constants.
+    bool shape16 = std::any_of(ctx.nvF16.begin(), ctx.nvF16.end(),
+                               [](const CoopmatShape& c) { return c.m == 16 && c.n == 16 && c.k == 16; });
+    if (ctx.nv && shape16) {
+        for (uint32_t c : { 32u, 64u }) {
+            for (uint32_t subgroups : { 1u, 2u, 4u }) {
+                for (uint32_t prefetch : { 0u, 1u }) {
+                    std::string label = "attention stats prefill d128 c" + std::to_string(c) + " s" +
+                                        std::to_string(subgroups) + (prefetch ? " prefetch" : "");
+                    std::string variant = "attention_coopmat_d128_c" + std::to_string(c);
+                    try {
+                        make(label, variant.c_str(), 5, 12 * 4,
+                             { subgroups * sg, subgroups, 4, 1, 16, 16, 16, std::max(1u, sg / 16), 1, prefetch, 0 });
+                    } catch (const std::exception& e) {
+                        std::printf("  not made: %s\n", e.what()); // (more shared memory than the device has)
+                    }
+                }
+            }
+        }
+    }
+    for (auto& b : buffers) {
+        ctx.destroy(b);
+    }
+}
+
 // Keeps the GPU busy so that the clocks leave idle (345 MHz on the H200)
 // before anything is timed: a read of 256 MiB over and over, its buffers
 // and pipeline made once (making them at each row cost time of its own).
@@ -1294,6 +1357,7 @@ main(int argc, char** argv)
         WarmUp warmUp(ctx);
         warmUp.run(options.quick ? 0.05 : 1.5);
         runReadBandwidth(ctx, options);
+        runAttentionStats(ctx, options);
 
         uint32_t big = options.quick ? 256 : 8192;
         // Idle gaps (pipeline builds, host data) let the clocks drop to 345
@@ -1486,10 +1550,10 @@ main(int argc, char** argv)
                 data.release(ctx);
             }
         }
-        // A filter that names only mat-vecs ("matvec 4096x14336") and the
-        // read bandwidth skips the GEMMs and the hundreds of megabytes of
+        // A filter that names only mat-vecs ("matvec 4096x14336"), the
+        // read bandwidth and the attention's statistics skips the GEMMs and the hundreds of megabytes of
         // host data they make (a minute of device time before the mat-vecs).
-        if (!options.onlyRowsStartingWith({ "matvec", "read bandwidth" }) && !pipelineOnly) {
+        if (!options.onlyRowsStartingWith({ "matvec", "read bandwidth", "attention" }) && !pipelineOnly) {
             GemmProblem f16Square{ big, big, big, false, kF16, kF16, kF32 };
             if (ctx.nv || ctx.khr) {
                 GemmData data(ctx, f16Square);

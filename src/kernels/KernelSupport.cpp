@@ -44,7 +44,7 @@ kernelPathNames()
                                                     "matvec-qx",    "matvec-float", "coopmat-nv",
                                                     "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
                                                     "attention-coopmat", "attention-decode-flash", "attention-decode-ahead",
-                                                    "grouped-blocks", "matvec-x-pass", "matvec-rope",
+                                                    "grouped-blocks", "matvec-x-pass", "matvec-rope", "matvec-attention",
                                                     "gemm-swiglu", "matvec-glu" };
     return names;
 }

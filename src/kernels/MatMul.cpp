@@ -261,6 +261,55 @@ overrideCoopmatTile(CoopmatConfig& config, const DeviceView& view)
     config = c;
 }
 
+/** MatMulParams::attentionC's checks that do not depend on the mat-vec's
+ * configuration (see MatMul.hpp): kp::Error naming what is wrong. `rope` is
+ * ropeC's, resolved; the output is tensor `attendedAt`. */
+void
+checkAttentionC(const Checker& check, const MatMulParams& p, const RoPECacheResolved& rope,
+                const std::vector<std::shared_ptr<Memory>>& tensors, size_t attendedAt)
+{
+    if (!p.ropeC) {
+        check.fail("attentionC attends with the queries and caches that ropeC writes: it needs ropeC");
+    }
+    if (p.chained) {
+        check.fail("chained does not take attentionC (record the product without chained)");
+    }
+    if (check.caps().isDisabled("matvec-attention")) {
+        check.fail("attentionC is turned off (KOMPUTE_ENV_DISABLE has matvec-attention)");
+    }
+    const RoPECachePush& r = rope.push;
+    if (rope.cacheType != StorageType::eF16) {
+        check.fail("attentionC reads f16 caches (eHalf), 8 values at a time (record OpAttention after the product)");
+    }
+    if (r.headDim % 8 != 0 || r.headDim > 128) {
+        check.fail(format("attentionC takes headDim a multiple of 8 of at most 128 (a K row a thread), not {}",
+                          r.headDim));
+    }
+    if (r.heads % r.kvHeads != 0 || r.heads / r.kvHeads > 8) {
+        check.fail(format("attentionC takes at most 8 query heads per KV head, heads a multiple of kvHeads: heads = "
+                          "{}, kvHeads = {}",
+                          r.heads, r.kvHeads));
+    }
+    if (r.cacheOffset % 8 != 0 || r.cacheRowStride % 8 != 0) {
+        check.fail(format("attentionC loads the caches 8 f16 values at a time: their offset ({}) and row stride ({}) "
+                          "must be multiples of 8",
+                          r.cacheOffset, r.cacheRowStride));
+    }
+    if (!(std::isfinite(p.attentionScale))) {
+        check.fail(format("attentionScale must be finite, not {}", p.attentionScale));
+    }
+    check.dataType(attendedAt, { Memory::DataTypes::eFloat, Memory::DataTypes::eHalf });
+    check.covers(attendedAt, p.attentionOffset, uint64_t(r.heads) * r.headDim,
+                 "the attention's heads * headDim outputs from attentionOffset");
+    check.offset32(p.attentionOffset + uint64_t(r.heads) * r.headDim, "attentionOffset");
+    // The output is written while the other tensors are read (or written).
+    for (size_t i = 0; i < attendedAt; ++i) {
+        if (tensors[i] == tensors[attendedAt]) {
+            check.fail("the attention's output must be a tensor of its own, not one the product reads or writes");
+        }
+    }
+}
+
 } // namespace
 
 OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& given)
@@ -281,6 +330,10 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         if (given.rope.hasBias) {
             names.push_back("bias");
         }
+    }
+    const size_t attendedAt = names.size(); // with attentionC
+    if (given.ropeC && given.attentionC) {
+        names.push_back("attended");
     }
     if (given.chained) {
         names.push_back("chain");
@@ -484,6 +537,12 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                               view.name));
         }
     }
+    if (p.attentionC) {
+        checkAttentionC(check, p, rope, memObjects, attendedAt);
+        if (p.attentionScale == 0.0f) {
+            p.attentionScale = 1.0f / std::sqrt(static_cast<float>(rope.push.headDim));
+        }
+    }
 
     mParams = p;
 
@@ -551,6 +610,16 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             // (ropeWrite: a pair's rows are a workgroup's rows 2i and 2i + 1)
             problem = format("ropeC pairs a workgroup's rows, and this configuration gives it {} rows", config.rows);
         }
+        if (p.attentionC && problem.empty()) {
+            // (AttentionTail.glsl: a tile's rows in one head; the threads
+            // split into slices of headDim / 8 chunks.)
+            uint32_t headDim = rope.push.headDim;
+            if (headDim % config.rows != 0 || config.threads % (headDim / 8) != 0) {
+                problem = format("attentionC counts a workgroup's {} rows into one head of {} and splits its {} "
+                                 "threads by {} chunks of 8 values",
+                                 config.rows, headDim, config.threads, headDim / 8);
+            }
+        }
         if (p.normA && problem.empty()) {
             uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
             // The modes in which a workgroup reads the whole row of A: the
@@ -578,8 +647,15 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         bool qxWhole = intDot && config.qxBlocks != 0 && !mv.columnMode && config.qxBlocks * 32 >= p.k;
         if (p.swigluC && problem.empty()) {
             // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
-            if (!intDot || config.qxBlocks == 0 || mv.columnMode || p.batch != 1) {
-                problem = "swigluC takes the int-dot mat-vec's quantized-x mode (batch 1)";
+            // The int-dot build's quantized-x mode, or the float row mode of
+            // float weights (without quantizeC).
+            bool qxRows = intDot && config.qxBlocks != 0 && !mv.columnMode;
+            bool floatRows = !isQuantized(mv.w) && !mv.columnMode && config.qxBlocks == 0 && !config.staged;
+            if ((!qxRows && !floatRows) || p.batch != 1) {
+                problem = "swigluC takes the int-dot mat-vec's quantized-x mode or the float row mode of float weights "
+                          "(batch 1)";
+            } else if (p.quantizeC && !qxRows) {
+                problem = "quantizeC takes the int-dot mat-vec's quantized-x mode";
             } else if (config.rows % 2 != 0 || (p.quantizeC && 32 % (config.rows / 2) != 0)) {
                 // (quantizeC: a tile's outputs, rows / 2, in one block of 32)
                 problem = format("swigluC pairs a workgroup's rows (and quantizeC counts a tile's rows / 2 outputs "
@@ -722,8 +798,9 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                     MatVecPush matVec;
                     uint32_t upRow;
                 } gluPush{ push, p.upRowB };
-                addDispatch(buildAlgorithm(device, bound, builtinSpirv("matvec_int_dot_glu"), grid, constants, gluPush));
-                setPath("matvec-int-dot");
+                addDispatch(
+                  buildAlgorithm(device, bound, builtinSpirv(shader + "_glu"), grid, constants, gluPush));
+                setPath(intDot ? "matvec-int-dot" : "matvec");
                 return;
             }
             if (p.ropeC) {
@@ -741,16 +818,40 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                     MatVecPush matVec;
                     RoPECachePush rope;
                 } ropePush{ push, rope.push };
+                std::vector<uint32_t> constants = matVecSpecialization(config, mv);
+                constants.resize(19, 0u); // (ids 19 to 21 follow the mat-vec's)
+                constants.insert(constants.end(), { static_cast<uint32_t>(rope.cacheType), r.hasFreqFactors ? 1u : 0u,
+                                                    r.hasBias ? 1u : 0u });
+                if (p.attentionC) {
+                    // The ATTN_TAIL build: the output at binding 9, a counter
+                    // per KV head at 10 (zero here, left zero by each
+                    // dispatch), the group, head size and output type at ids
+                    // 22 to 24, the scale and output offset after the
+                    // rotation's parameters.
+                    auto counts = std::make_shared<TensorT<uint32_t>>(
+                      check.device(), std::vector<uint32_t>(r.kvHeads, 0u), Memory::MemoryTypes::eStorage);
+                    bound.insert(bound.end(), { memObjects[attendedAt], counts });
+                    constants.insert(constants.end(),
+                                     { r.heads / r.kvHeads, r.headDim,
+                                       memObjects[attendedAt]->dataType() == Memory::DataTypes::eHalf ? 1u : 0u });
+                    struct
+                    {
+                        MatVecPush matVec;
+                        RoPECachePush rope;
+                        float scale;
+                        uint32_t outOffset;
+                    } attnPush{ push, rope.push, p.attentionScale, static_cast<uint32_t>(p.attentionOffset) };
+                    addDispatch(
+                      buildAlgorithm(device, bound, builtinSpirv(shader + "_rope_attn"), grid, constants, attnPush));
+                    setPath(intDot ? "matvec-int-dot" : "matvec");
+                    return;
+                }
                 struct
                 {
                     MatVecPush matVec;
                     RoPECachePush rope;
                     uint32_t chainSlot;
                 } chainedRopePush{ push, rope.push, p.chainSlot };
-                std::vector<uint32_t> constants = matVecSpecialization(config, mv);
-                constants.resize(19, 0u); // (ids 19 to 21 follow the mat-vec's)
-                constants.insert(constants.end(), { static_cast<uint32_t>(rope.cacheType), r.hasFreqFactors ? 1u : 0u,
-                                                    r.hasBias ? 1u : 0u });
                 if (p.chained) {
                     addDispatch(buildAlgorithm(device, chainBound(bound), builtinSpirv(chainName(shader + "_rope")),
                                                grid, chainConstants(constants, p.chainWaits), chainedRopePush));
@@ -779,7 +880,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     }
     if (p.swigluA || p.normA || p.ropeC || p.quantizeC || p.quantizedA) {
         check.fail(format("{} needs the mat-vec, which '{}' does not run here ({})",
-                          p.swigluA ? "swigluA" : p.normA ? "normA" : p.ropeC ? "ropeC" : p.quantizeC ? "quantizeC" : "quantizedA",
+                          p.swigluA  ? "swigluA"
+                          : p.normA  ? "normA"
+                          : p.ropeC  ? (p.attentionC ? "ropeC with attentionC" : "ropeC")
+                          : p.quantizeC ? "quantizeC"
+                                        : "quantizedA",
                           view.name,
                           caps.isDisabled("matvec")   ? "KOMPUTE_ENV_DISABLE has matvec"
                           : p.swigluC && caps.isDisabled("matvec-glu") ? "KOMPUTE_ENV_DISABLE has matvec-glu"

@@ -108,9 +108,15 @@ kompute_kernel_shader(matvec_int_dot MatVec.comp INT_DOT)
 # MatMulParams::ropeC: OpRoPECache's work as the mat-vec writes its row.
 kompute_kernel_shader(matvec_rope MatVec.comp ROPE_EPILOGUE)
 kompute_kernel_shader(matvec_int_dot_rope MatVec.comp INT_DOT ROPE_EPILOGUE)
-# MatMulParams::swigluC (and quantizeC) on the int-dot mat-vec: the SwiGLU
-# of a gate row and an up row as the mat-vec writes them.
+# MatMulParams::attentionC: with ropeC, the decode attention of the row in
+# the same dispatch (AttentionTail.glsl).
+kompute_kernel_shader(matvec_rope_attn MatVec.comp ROPE_EPILOGUE ATTN_TAIL)
+kompute_kernel_shader(matvec_int_dot_rope_attn MatVec.comp INT_DOT ROPE_EPILOGUE ATTN_TAIL)
+# MatMulParams::swigluC (and quantizeC) on the int-dot mat-vec, and
+# swigluC on the float row mode: the SwiGLU of a gate row and an up row as
+# the mat-vec writes them.
 kompute_kernel_shader(matvec_int_dot_glu MatVec.comp INT_DOT GLU_OUT)
+kompute_kernel_shader(matvec_glu MatVec.comp GLU_OUT)
 # MatMulParams::chained: each of the four ordered by the shader after the
 # dispatch before it (Chain.glsl).
 kompute_kernel_shader(matvec_chain MatVec.comp CHAIN)

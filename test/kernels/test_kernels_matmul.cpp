@@ -691,6 +691,17 @@ TEST_F(MatMul, SwigluInputOnEveryMatVecMode)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, w, c, gate); }, { "swigluA needs the mat-vec" }));
 }
 
+/** 1 / sqrt(mean(x^2) + eps): the RMSNorm's factor of a row (normA). */
+double
+inverseRms(const std::vector<float>& x, float eps)
+{
+    double squares = 0;
+    for (float v : x) {
+        squares += double(v) * v;
+    }
+    return 1.0 / std::sqrt(squares / x.size() + eps);
+}
+
 // MatMulParams::swigluC on the int-dot mat-vec (m = 1: a decode step's gate
 // and up projections, with the RMSNorm inside or not), quantizeC's int8
 // blocks after C's row, and a product that reads them as its row of A
@@ -751,14 +762,7 @@ TEST_F(MatMul, SwigluOutputAndQuantizedRowOnTheIntDotMatVec)
                         seq->record(downOp);
                     }
                     seq->record<kp::OpSyncLocal>({ ct, yt })->eval();
-                    double scale = 1.0;
-                    if (norm) {
-                        double squares = 0;
-                        for (float v : x) {
-                            squares += double(v) * v;
-                        }
-                        scale = 1.0 / std::sqrt(squares / k + p.normEps);
-                    }
+                    double scale = norm ? inverseRms(x, p.normEps) : 1.0;
                     auto c = ct->vector();
                     for (uint32_t j = 0; j < n; ++j) {
                         double g = 0, u = 0, gMag = 0, uMag = 0;
@@ -841,14 +845,14 @@ TEST_F(MatMul, SwigluOutputAndQuantizedRowOnTheIntDotMatVec)
     EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(c, wf, y, down); }, { "quantizedA needs the mat-vec" }));
     auto norm = mgr().tensor(std::vector<float>(k, 1.0f));
     {
-        // Float weights: no quantized-x mode, and the GEMM kernels take no norm.
+        // Float weights: the float row mode takes swigluC, not quantizeC.
         auto floatsB = mgr().tensor(std::vector<float>(size_t(2) * n * k, 1.0f));
-        kp::MatMulParams normed = gateUp;
-        normed.formatB = kp::WeightFormat::eNone;
-        normed.quantizeC = false;
-        normed.normA = true;
-        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ x, floatsB, small, norm }, normed); },
-                               { "normA needs the mat-vec", "swigluC takes the int-dot mat-vec's quantized-x mode" }));
+        kp::MatMulParams floats = gateUp;
+        floats.formatB = kp::WeightFormat::eNone;
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(x, floatsB, c, floats); },
+                               { "quantizeC needs the mat-vec", "quantizeC takes the int-dot mat-vec's quantized-x mode" }));
+        floats.quantizeC = false;
+        EXPECT_EQ(kp::OpMatMul(x, floatsB, small, floats).path(), "matvec");
     }
     {
         DisablePaths off("matvec-float,matvec-glu");
@@ -856,6 +860,58 @@ TEST_F(MatMul, SwigluOutputAndQuantizedRowOnTheIntDotMatVec)
         gateUp.normA = true;
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(std::vector<std::shared_ptr<kp::Memory>>{ x, w, small, norm }, gateUp); },
                                { "normA needs the mat-vec", "matvec-glu" }));
+    }
+}
+
+// MatMulParams::swigluC on the float mat-vec's row mode (m = 1, float
+// weights: an f16 model's decode gate and up projections, with the RMSNorm
+// inside or not, a gap between the gate's rows and the up's): C = silu(gate)
+// * up against the host, in one dispatch.
+TEST_F(MatMul, SwigluOutputOnTheFloatMatVec)
+{
+    if (!(mgr().capabilities().subgroup.operations & vk::SubgroupFeatureFlagBits::eShuffle)) {
+        GTEST_SKIP() << "'" << mgr().capabilities().deviceName << "' has no subgroup shuffles: no mat-vec with swigluC";
+    }
+    const uint32_t n = 72, k = 200, upRow = n + 5;
+    for (Elem b : { Elem::F32, Elem::F16, Elem::BF16 }) {
+        if (b == Elem::BF16 && !mgr().capabilities().bfloat16) {
+            continue;
+        }
+        for (bool norm : { false, true }) {
+            SCOPED_TRACE(std::string(elemName(b)) + (norm ? " normA" : ""));
+            std::vector<float> bStored, gStored;
+            std::vector<float> x = randomValues(k, 51, -2.0f, 2.0f);
+            auto at = mgr().tensor(x);
+            auto bt = makeOperand(mgr(), b, randomValues(size_t(upRow + n) * k, 52), bStored);
+            auto gt = makeOperand(mgr(), Elem::F32, randomValues(k, 53, 0.5f, 1.5f), gStored);
+            auto ct = mgr().tensor(std::vector<float>(n, 0.0f));
+            auto p = shape(1, n, k, false, true);
+            p.alpha = 0.75f;
+            p.swigluC = true;
+            p.upRowB = upRow;
+            p.normA = norm;
+            std::vector<std::shared_ptr<kp::Memory>> tensors{ at, bt, ct };
+            if (norm) {
+                tensors.push_back(gt);
+            }
+            auto op = std::make_shared<kp::OpMatMul>(tensors, p);
+            EXPECT_EQ(op->path(), "matvec");
+            EXPECT_EQ(op->algorithms().size(), 1u);
+            mgr().sequence()->record<kp::OpSyncDevice>({ at, bt, gt })->record(op)->record<kp::OpSyncLocal>({ ct })->eval();
+            double scale = norm ? inverseRms(x, p.normEps) : 1.0;
+            auto c = ct->vector();
+            for (uint32_t j = 0; j < n; ++j) {
+                double g = 0, u = 0, magnitude = 0;
+                for (uint32_t kk = 0; kk < k; ++kk) {
+                    double xk = x[kk] * scale * (norm ? gStored[kk] : 1.0f) * p.alpha;
+                    g += xk * bStored[size_t(j) * k + kk];
+                    u += xk * bStored[size_t(upRow + j) * k + kk];
+                    magnitude += std::fabs(xk * bStored[size_t(j) * k + kk]) + std::fabs(xk * bStored[size_t(upRow + j) * k + kk]);
+                }
+                double ref = g / (1 + std::exp(-g)) * u;
+                EXPECT_NEAR(c[j], ref, 1e-5 * magnitude * (std::fabs(g) + std::fabs(u) + 1) + 1e-6) << "output " << j;
+            }
+        }
     }
 }
 
@@ -870,12 +926,13 @@ TEST_F(MatMul, SwigluOutputOnEveryGemmPath)
 {
     const kp::DeviceCapabilities& caps = mgr().capabilities();
     const auto& cm = caps.cooperativeMatrix;
-    std::vector<std::pair<const char*, const char*>> paths = { { "coopmat", "tiled" } };
+    // ("matvec-glu" off: m = 1 takes the GEMM kernels, not the mat-vec.)
+    std::vector<std::pair<const char*, const char*>> paths = { { "coopmat,matvec-glu", "tiled" } };
     if (cm.khr) {
-        paths.push_back({ nullptr, "coopmat-khr" });
+        paths.push_back({ "matvec-glu", "coopmat-khr" });
     }
     if (cm.nv) {
-        paths.push_back({ "coopmat-khr", "coopmat-nv" });
+        paths.push_back({ "coopmat-khr,matvec-glu", "coopmat-nv" });
     }
     struct Case
     {
@@ -1280,6 +1337,205 @@ TEST_F(MatMul, RopeAndCacheWriteOnTheMatVecRow)
     {
         DisablePaths off("matvec");
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, p); }, { "ropeC needs the mat-vec" }));
+    }
+}
+
+// MatMulParams::attentionC: the decode attention of the row in the query/
+// key/value mat-vec's own dispatch, against the host's attention over what
+// the dispatch leaves (C's rotated queries and the caches, read back):
+// every query head's output, f32 and f16 outputs, a context of one
+// position, of several chunks of the workgroup's positions, and past the
+// caches (clamped to their rows); the float row mode (f16 weights) and
+// the int-dot build's modes (Q8_0, grouped Q4_0, and a small grid whose
+// workgroups each take several tiles). Then what is refused, naming why.
+TEST_F(MatMul, AttentionInsideTheQkvMatVec)
+{
+    const auto& caps = mgr().capabilities();
+    bool intDot = caps.integerDotProduct.supported;
+    if (!(caps.subgroup.operations & vk::SubgroupFeatureFlagBits::eShuffle)) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no subgroup shuffles: ropeC refused";
+    }
+    using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
+    const uint32_t heads = 8, kvHeads = 2, headDim = 64, k = 256, group = heads / kvHeads;
+    const uint32_t n = (heads + 2 * kvHeads) * headDim, cacheStride = kvHeads * headDim + 8, cacheOffset = 8;
+    const uint32_t capacity = 300, outOffset = 4;
+    const uint32_t cacheSize = cacheOffset + capacity * cacheStride;
+    auto x = mgr().tensor(randomValues(k, 41, -2.0f, 2.0f));
+    auto norm = mgr().tensor(randomValues(k, 42, 0.5f, 1.5f));
+    kp::RoPECacheParams r;
+    r.heads = heads;
+    r.kvHeads = kvHeads;
+    r.headDim = headDim;
+    r.theta = 10000.0f;
+    r.cacheRowStride = cacheStride;
+    r.cacheOffset = cacheOffset;
+    r.positionsOffset = 1;
+    auto params = [&](Elem b, bool withNorm) {
+        auto p = shape(1, n, k, false, true);
+        p.formatB = weightFormat(b);
+        p.normA = withNorm;
+        p.ropeC = true;
+        p.rope = r;
+        p.attentionC = true;
+        p.attentionOffset = outOffset;
+        return p;
+    };
+    struct Mode
+    {
+        const char* disabled;
+        const char* qx;
+    };
+    uint32_t cases = 0;
+    for (const Mode& mode : std::vector<Mode>{ { "", "" }, { "matvec-float", "" }, { "matvec-float", "64:16:1:1:0:4" } }) {
+        if (std::string(mode.disabled) == "matvec-float" && !intDot) {
+            continue;
+        }
+        SCOPED_TRACE(std::string(*mode.disabled ? mode.disabled : "default") + " " + mode.qx);
+        DisablePaths disable(mode.disabled);
+        ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", *mode.qx ? mode.qx : nullptr);
+        for (Elem b : { Elem::F16, Elem::Q8_0, Elem::Q4_0X8 }) {
+            if ((*mode.disabled && b == Elem::F16) || (*mode.qx && b == Elem::F16)) {
+                continue; // (f16 rows take the float row mode whatever is off)
+            }
+            std::vector<float> wStored;
+            auto w = makeOperand(mgr(), b, randomValues(size_t(n) * k, 43), wStored);
+            for (uint32_t position : { 0u, 37u, 299u, 310u }) {
+                for (bool halfOut : { false, true }) {
+                    SCOPED_TRACE(std::string(elemName(b)) + " position " + std::to_string(position) +
+                                 (halfOut ? " f16 output" : " f32 output"));
+                    auto positions = mgr().tensorT<uint32_t>({ 1, position });
+                    auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+                    std::vector<float> stored;
+                    auto keys = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 44 + position), stored);
+                    auto values = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 45 + position), stored);
+                    std::vector<float> sentinel(outOffset + heads * headDim + 3, 7.0f);
+                    auto attended = halfOut ? makeOperand(mgr(), Elem::F16, sentinel, stored) : mgr().tensor(sentinel);
+                    // (With the norm inside, as the LLM runner records it,
+                    // except where lavapipe stages Q8_0/Q4_0 rows, a mode
+                    // that does not take it.)
+                    bool withNorm = b == Elem::F16 || *mode.disabled;
+                    Tensors tensors{ x, w, c };
+                    if (withNorm) {
+                        tensors.push_back(norm);
+                    }
+                    tensors.insert(tensors.end(), { positions, keys, values, attended });
+                    auto op = std::make_shared<kp::OpMatMul>(tensors, params(b, withNorm));
+                    EXPECT_EQ(op->algorithms().size(), 1u);
+                    mgr()
+                      .sequence()
+                      ->record<kp::OpSyncDevice>({ x, w, norm, positions, keys, values, attended })
+                      ->record(op)
+                      ->record<kp::OpSyncLocal>({ c, keys, values, attended })
+                      ->eval();
+                    std::vector<float> q = floatsOf(*c), kc = floatsOf(*keys), vc = floatsOf(*values);
+                    std::vector<float> got = floatsOf(*attended);
+                    // The host's attention over what the dispatch left.
+                    uint32_t context = std::min(position, capacity - 1) + 1;
+                    const float scale = 1.0f / std::sqrt(float(headDim));
+                    std::vector<float> want(heads * headDim);
+                    for (uint32_t h = 0; h < heads; ++h) {
+                        uint32_t g = h / group;
+                        std::vector<double> scores(context);
+                        double top = -1e300;
+                        for (uint32_t j = 0; j < context; ++j) {
+                            double dot = 0;
+                            for (uint32_t d = 0; d < headDim; ++d) {
+                                dot += double(q[h * headDim + d]) * kc[cacheOffset + j * cacheStride + g * headDim + d];
+                            }
+                            scores[j] = dot * scale;
+                            top = std::max(top, scores[j]);
+                        }
+                        double sum = 0;
+                        for (double& s : scores) {
+                            s = std::exp(s - top);
+                            sum += s;
+                        }
+                        for (uint32_t d = 0; d < headDim; ++d) {
+                            double acc = 0;
+                            for (uint32_t j = 0; j < context; ++j) {
+                                acc += scores[j] * vc[cacheOffset + j * cacheStride + g * headDim + d];
+                            }
+                            want[h * headDim + d] = float(acc / sum);
+                        }
+                    }
+                    double largest = 0;
+                    for (float v : want) {
+                        largest = std::max(largest, double(std::fabs(v)));
+                    }
+                    double tolerance = (halfOut ? 2e-3 : 2e-4) * largest + 1e-6;
+                    for (uint32_t i = 0; i < heads * headDim; ++i) {
+                        ASSERT_NEAR(got[outOffset + i], want[i], tolerance) << "output " << i;
+                    }
+                    for (uint32_t i = 0; i < outOffset; ++i) {
+                        ASSERT_EQ(got[i], 7.0f) << "written before attentionOffset";
+                    }
+                    ASSERT_EQ(got[outOffset + heads * headDim], 7.0f) << "written past the output";
+                    ++cases;
+                }
+            }
+        }
+    }
+    EXPECT_GE(cases, 24u);
+
+    // Refused, naming why.
+    auto p = params(Elem::F32, true);
+    auto w = mgr().tensor(std::vector<float>(size_t(n) * k, 0.5f));
+    auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+    auto positions = mgr().tensorT<uint32_t>({ 1, 3 });
+    std::vector<float> stored;
+    auto keys = makeOperand(mgr(), Elem::F16, std::vector<float>(cacheSize, 0.0f), stored);
+    auto values = makeOperand(mgr(), Elem::F16, std::vector<float>(cacheSize, 0.0f), stored);
+    auto attended = mgr().tensor(std::vector<float>(outOffset + heads * headDim, 0.0f));
+    Tensors all{ x, w, c, norm, positions, keys, values, attended };
+    EXPECT_NO_THROW(kp::OpMatMul(all, p));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, keys, values }, p); },
+                           { "needs 8 tensors", "attended" }));
+    auto noRope = p;
+    noRope.ropeC = false;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm }, noRope); }, { "it needs ropeC" }));
+    auto f32Keys = mgr().tensor(std::vector<float>(cacheSize, 0.0f));
+    auto f32Values = mgr().tensor(std::vector<float>(cacheSize, 0.0f));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, f32Keys, f32Values, attended }, p); },
+                           { "attentionC reads f16 caches" }));
+    auto odd = p;
+    odd.rope.cacheOffset = 3;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, odd); }, { "offset (3) and row stride", "multiples of 8" }));
+    auto many = p; // (10 query heads, one KV head: the same row of 12 heads)
+    many.rope.heads = 10;
+    many.rope.kvHeads = 1;
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, many); }, { "at most 8 query heads per KV head" }));
+    auto wideHeads = p;
+    wideHeads.rope.headDim = 12;
+    wideHeads.n = (heads + 2 * kvHeads) * 12;
+    auto wWide = mgr().tensor(std::vector<float>(size_t(wideHeads.n) * k, 0.5f));
+    auto cWide = mgr().tensor(std::vector<float>(wideHeads.n, 0.0f));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, wWide, cWide, norm, positions, keys, values, attended }, wideHeads); },
+                           { "headDim a multiple of 8 of at most 128", "not 12" }));
+    auto nan = p;
+    nan.attentionScale = std::nanf("");
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, nan); }, { "attentionScale must be finite" }));
+    auto small = mgr().tensor(std::vector<float>(heads * headDim, 0.0f));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, keys, values, small }, p); },
+                           { "attended", "attentionOffset" }));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, keys, values, c }, p); },
+                           { "the attention's output must be a tensor of its own" }));
+    auto ints = mgr().tensorT<uint32_t>(std::vector<uint32_t>(outOffset + heads * headDim, 0));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, keys, values, ints }, p); },
+                           { "attended", "eUnsignedInt" }));
+    auto chained = p;
+    chained.chained = true;
+    auto chain = mgr().tensorT<uint32_t>(std::vector<uint32_t>(8, 0));
+    EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, norm, positions, keys, values, attended, chain }, chained); },
+                           { "chained does not take attentionC" }));
+    {
+        DisablePaths off("matvec-attention");
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(all, p); }, { "KOMPUTE_ENV_DISABLE has matvec-attention" }));
+    }
+    {
+        DisablePaths off("matvec");
+        auto plain = params(Elem::F32, false);
+        EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, positions, keys, values, attended }, plain); },
+                               { "ropeC with attentionC needs the mat-vec" }));
     }
 }
 

@@ -111,6 +111,29 @@ struct MatMulParams
     bool ropeC = false;
     /** With ropeC: the rotation and the caches (see OpRoPECache). */
     RoPECacheParams rope;
+    /** Ours, with ropeC: the same dispatch also computes the attention of
+     * C's row, what OpAttention (rows = 1, causal) computes from the rotated
+     * queries of C and the caches as ropeC leaves them: each query head h
+     * attends to cache positions 0..positions[rope.positionsOffset]
+     * (clamped to the caches' rows) of KV head h / (heads / kvHeads), with
+     * scale attentionScale (0: 1 / sqrt(headDim)), into the operation's
+     * last tensor (after ropeC's; eFloat or eHalf), heads * headDim
+     * elements from attentionOffset. An LLM decode step's attention without
+     * a dispatch and a barrier of its own: each KV head is attended by the
+     * one workgroup that completes its rows, so its time grows with the
+     * context (a step at a long context takes OpAttention, which splits the
+     * context over many workgroups). Needs f16 caches whose offset and row
+     * stride are multiples of 8 elements, headDim a multiple of 8 of at most
+     * 128, at most 8 query heads per KV head, and a mat-vec configuration
+     * whose workgroup rows divide headDim; refused, naming why, elsewhere,
+     * with chained, or with KOMPUTE_ENV_DISABLE=matvec-attention. One
+     * operation object is evaluated once at a time (its counters, as
+     * OpAttention's). */
+    bool attentionC = false;
+    /** With attentionC: the scores' scale (0: 1 / sqrt(headDim)). */
+    float attentionScale = 0.0f;
+    /** With attentionC: the output's first element in its tensor. */
+    uint64_t attentionOffset = 0;
     /** Ours: C is the SwiGLU of two products of A, silu(G) * U element by
      * element with silu(g) = g / (1 + e^-g), G = alpha * op(A) * Bg^T and
      * U = alpha * op(A) * Bu^T. B is transposed and holds upRowB + n rows
@@ -119,12 +142,14 @@ struct MatMulParams
      * must be 0. An LLM's prompt-step gate and up projections with the
      * SwiGLU after them: one dispatch fewer, and C the size of one product
      * where the two together wrote twice as much. With m = 1 (a decode
-     * step's gate and up projections) the int-dot mat-vec's quantized-x
-     * mode takes it where it runs the product (path "matvec-int-dot":
-     * Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks, batch 1),
-     * normA may come with it there, and so may quantizeC
-     * (KOMPUTE_ENV_DISABLE=matvec-glu turns that off); elsewhere the GEMM
-     * kernels run it, and normA or quantizeC with it are refused. */
+     * step's gate and up projections) the mat-vec takes it where it runs
+     * the product in the int-dot build's quantized-x mode (path
+     * "matvec-int-dot": Q8_0, Q4_0, Q4_K or Q5_K rows of whole 16-byte
+     * chunks, batch 1) or in the float row mode (path "matvec": f32, f16 or
+     * bf16 weights, batch 1); normA may come with it there, and in the
+     * quantized-x mode so may quantizeC (KOMPUTE_ENV_DISABLE=matvec-glu
+     * turns the mat-vec's off); elsewhere the GEMM kernels run it, and
+     * normA or quantizeC with it are refused. */
     bool swigluC = false;
     /** With swigluC: the row of B where the up projection's rows start. */
     uint32_t upRowB = 0;
@@ -220,7 +245,8 @@ class OpMatMul : public KernelOp
     /** The form Sequence::record<OpMatMul>({a, b, c}, params) builds;
      * with params.normA the tensors are {a, b, c, normWeights}; with
      * params.ropeC positions, keyCache, valueCache (freqFactors, bias)
-     * follow. */
+     * follow, and with params.attentionC the attention's output after
+     * them. */
     OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const MatMulParams& params);
     ~OpMatMul() override;
 

@@ -45,7 +45,11 @@
 // block of C (a counter per block at binding 4, see gluFinish) quantizes
 // it, so that the product after this one copies x instead of quantizing it
 // (or running an x pass). C is read back by that tile: coherent.
-#if defined(CHAIN) || defined(GLU_OUT)
+// ATTN_TAIL builds (MatMulParams::attentionC, with ROPE_EPILOGUE): the
+// dispatch also computes the decode attention of the row it writes
+// (AttentionTail.glsl), reading back what its other workgroups wrote: C
+// and the caches are coherent.
+#if defined(CHAIN) || defined(GLU_OUT) || defined(ATTN_TAIL)
 #define OUT_COHERENT coherent
 #else
 #define OUT_COHERENT
@@ -144,6 +148,10 @@ layout(push_constant) uniform MatVecParams
     uint ropeCacheRowStride, ropeCacheOffset, ropeKeyRows, ropeValueRows;
     uint ropePositionsOffset, ropeFactorsOffset, ropeBiasOffset;
 #endif
+#ifdef ATTN_TAIL
+    float attnScale;    // MatMulParams::attentionScale
+    uint attnOutOffset; // MatMulParams::attentionOffset
+#endif
 #ifdef CHAIN
     uint chainSlot;
 #endif
@@ -168,10 +176,15 @@ OPERAND_VIEWS(3, G)
 // The position, the caches, freqFactors and the bias (absent ones: the
 // host binds the positions in their place, unread).
 layout(set = 0, binding = 4) readonly buffer RopePositions { uint ropePositions[]; };
-layout(set = 0, binding = 5) CHAIN_COHERENT writeonly buffer KeyView32 { float Key32[]; };
-layout(set = 0, binding = 5) CHAIN_COHERENT writeonly buffer KeyView16 { float16_t Key16[]; };
-layout(set = 0, binding = 6) CHAIN_COHERENT writeonly buffer ValueView32 { float Value32[]; };
-layout(set = 0, binding = 6) CHAIN_COHERENT writeonly buffer ValueView16 { float16_t Value16[]; };
+#if defined(CHAIN) || defined(ATTN_TAIL)
+#define CACHE_COHERENT coherent
+#else
+#define CACHE_COHERENT
+#endif
+layout(set = 0, binding = 5) CACHE_COHERENT writeonly buffer KeyView32 { float Key32[]; };
+layout(set = 0, binding = 5) CACHE_COHERENT writeonly buffer KeyView16 { float16_t Key16[]; };
+layout(set = 0, binding = 6) CACHE_COHERENT writeonly buffer ValueView32 { float Value32[]; };
+layout(set = 0, binding = 6) CACHE_COHERENT writeonly buffer ValueView16 { float16_t Value16[]; };
 layout(set = 0, binding = 7) readonly buffer RopeFactors { float ropeFactors[]; };
 layout(set = 0, binding = 8) readonly buffer RopeBias { float ropeBias[]; };
 #include "RoPERotate.glsl"
@@ -295,6 +308,9 @@ void ropeWrite(uint outBase, uint row, float sum, float pairSum)
         storeCache(isValue, p.ropeCacheOffset + position * p.ropeCacheRowStride + cacheHead * p.ropeHeadDim + d, result);
     }
 }
+#ifdef ATTN_TAIL
+#include "AttentionTail.glsl"
+#endif
 #endif
 
 // NORM_X: each subgroup's sum of the squares of x (the elements its
@@ -326,6 +342,27 @@ float inverseRms()
 // Sums each row's partial sums over the workgroup and writes the outputs;
 // with NORM_X, scaled by 1 / rms of x (`squares`: this thread's sum of the
 // squares of the x elements it read).
+// The weights' row of the product's row `row` (GLU_OUT: a gate row and an
+// up row in turn).
+uint weightRow(uint row)
+{
+#ifdef GLU_OUT
+    return (row & 1u) != 0u ? p.upRow + (row >> 1) : row >> 1;
+#else
+    return row;
+#endif
+}
+
+#ifdef GLU_OUT
+// Output i of a GLU_OUT product: C[i] = silu(gate) * up, from the sums of
+// rows 2i and 2i + 1.
+void gluWrite(uint outBase, uint i, float gateSum, float upSum)
+{
+    float g = p.alpha * gateSum, u = p.alpha * upSum;
+    storeOut(outBase + i, silu(g) * u);
+}
+#endif
+
 void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
 {
     uint tid = gl_LocalInvocationID.x;
@@ -350,6 +387,20 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
     float pairSum = subgroupShuffleXor(s, 1u);
     if (tid < ROWS && row0 + tid < p.rows) {
         ropeWrite(outBase, row0 + tid, s, pairSum);
+    }
+#elif defined(GLU_OUT)
+    // The same pairing: row 2i (the gate's) and 2i + 1 (the up's) are
+    // threads 2i and 2i + 1.
+    float s = 0.0;
+    if (tid < ROWS) {
+        for (uint g = 0; g < gl_NumSubgroups; ++g) {
+            s += partial[g * ROWS + tid];
+        }
+    }
+    s *= inverseRms();
+    float pairSum = subgroupShuffleXor(s, 1u);
+    if (tid < ROWS && (tid & 1u) == 0u && row0 + tid < p.rows) {
+        gluWrite(outBase, (row0 + tid) >> 1, s, pairSum);
     }
 #else
     if (tid < ROWS && row0 + tid < p.rows) {
@@ -575,7 +626,7 @@ void rowMode()
             if (row >= p.rows) {
                 break;
             }
-            uint wRow = wBase + row * p.ldw;
+            uint wRow = wBase + weightRow(row) * p.ldw;
 #ifdef INT_DOT
             float d;
             uint word = quantWord(wRow, u, d);
@@ -601,7 +652,7 @@ void rowMode()
             for (uint r = 0; r < ROWS; ++r) {
                 uint row = row0 + r;
                 if (row < p.rows) {
-                    sums[r] += x * WLoad(W_TYPE, wBase + row * p.ldw + kk);
+                    sums[r] += x * WLoad(W_TYPE, wBase + weightRow(row) * p.ldw + kk);
                 }
             }
         }
@@ -1033,13 +1084,6 @@ uint scaleAt(uint base, uint blocks, uint block) { return (base + blocks * 8u) /
 uint qxScaleAt(uint base, uint block) { return scaleAt(base, p.k >> 5, block); }
 
 #ifdef GLU_OUT
-// Output i of a GLU_OUT product: C[i] = silu(gate) * up, from the sums of
-// rows 2i and 2i + 1.
-void gluWrite(uint outBase, uint i, float gateSum, float upSum)
-{
-    float g = p.alpha * gateSum, u = p.alpha * upSum;
-    storeOut(outBase + i, silu(g) * u);
-}
 
 // GLU_QUANTIZE, once the workgroup has written all its outputs: each of its
 // tiles (ROWS / 2 outputs, a divisor of 32) counts its outputs into its
@@ -1224,16 +1268,6 @@ float qxGroupDot(uvec4 w[GROUP_U4], uint g)
 
 // The 16-byte chunk where row `row` of the weights starts (rows of whole
 // groups of 256 weights).
-// The weights' row of the product's row `row` (GLU_OUT: a gate row and an
-// up row in turn).
-uint weightRow(uint row)
-{
-#ifdef GLU_OUT
-    return (row & 1u) != 0u ? p.upRow + (row >> 1) : row >> 1;
-#else
-    return row;
-#endif
-}
 uint rowChunk(uint wBase, uint row) { return ((wBase + weightRow(row) * p.ldw) >> 8) * GROUP_U4; }
 
 void loadGroup(uint rowU4, uint group, out uvec4 w[GROUP_U4])
@@ -1735,6 +1769,9 @@ void main()
     } else {
         rowMode();
     }
+#ifdef ATTN_TAIL
+    attentionTail();
+#endif
 #ifdef CHAIN
     chainSignal(p.chainSlot);
 #endif

@@ -380,6 +380,15 @@ def test_cli_bench_json(tmp_path):
     results = json.loads(out.read_text())
     assert [r["test"] for r in results] == ["pp16", "tg4"]
     assert all(r["tokens_per_second"] > 0 and r["repetitions"] == 2 for r in results)
+    assert all(r["n_depth"] == 0 for r in results)
+    # --bench-depth: the generation after that many cached tokens
+    # (llama-bench's -d), beyond the context the model's file gives.
+    deep = tmp_path / "deep.json"
+    subprocess.run([KOMPUTE_LLM, "--random", "tiny:q4_0", "--bench", "--bench-prompt", "0", "--bench-gen", "3",
+                    "--bench-depth", "40", "--reps", "1", "--json", str(deep)], check=True, capture_output=True)
+    results = json.loads(deep.read_text())
+    assert [(r["test"], r["n_gen"], r["n_depth"]) for r in results] == [("tg3 @ d40", 3, 40)]
+    assert results[0]["tokens_per_second"] > 0
     nothing = subprocess.run([KOMPUTE_LLM, "--random", "tiny:f32", "--bench", "--bench-prompt", "0", "--bench-gen", "0"],
                              capture_output=True, text=True)
     assert nothing.returncode == 2 and "--bench needs --bench-prompt or --bench-gen above 0" in nothing.stderr

@@ -82,6 +82,8 @@ outputs
                           of --bench-gen tokens (tg, default 128), tokens/s as
                           the median of --reps repetitions (default 5)
   --bench-prompt N, --bench-gen N, --reps N
+  --bench-depth N         with --bench: generation starts with N tokens already
+                          in the KV cache (llama-bench's -d; default 0)
   --json FILE             with --bench: also write the results as JSON ('-': stdout)
   --profile               GPU time per operation (from timestamps) of the prompt
                           and of one generation step (or of the benchmark's runs)
@@ -117,6 +119,7 @@ struct Options
     bool bench = false;
     uint32_t benchPrompt = 512;
     uint32_t benchGen = 128;
+    uint32_t benchDepth = 0;
     uint32_t reps = 5;
     std::string json;
     bool profile = false;
@@ -231,6 +234,8 @@ parseOptions(int argc, char** argv)
             o.benchPrompt = static_cast<uint32_t>(parseUnsigned(flag, value()));
         } else if (flag == "--bench-gen") {
             o.benchGen = static_cast<uint32_t>(parseUnsigned(flag, value()));
+        } else if (flag == "--bench-depth") {
+            o.benchDepth = static_cast<uint32_t>(parseUnsigned(flag, value()));
         } else if (flag == "--reps") {
             o.reps = std::max<uint32_t>(1, static_cast<uint32_t>(parseUnsigned(flag, value())));
         } else if (flag == "--json") {
@@ -429,7 +434,7 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
 {
     const llm::ModelConfig& c = model->config();
     llm::ContextOptions options;
-    options.contextSize = std::max<uint32_t>(o.contextSize, std::max(o.benchPrompt, o.benchGen + 1));
+    options.contextSize = std::max<uint32_t>(o.contextSize, std::max(o.benchPrompt, o.benchDepth + o.benchGen + 1));
     options.batchSize = o.batchSize;
     llm::Context context(model, options);
     std::mt19937 random(1234);
@@ -459,9 +464,17 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
         results.push_back(r);
     }
     if (o.benchGen > 0) {
-        BenchResult r{ "tg" + std::to_string(o.benchGen), 0, o.benchGen, {}, 0, 0 };
+        std::string test = "tg" + std::to_string(o.benchGen);
+        if (o.benchDepth > 0) {
+            test += " @ d" + std::to_string(o.benchDepth);
+        }
+        BenchResult r{ test, 0, o.benchGen, {}, 0, 0 };
+        const std::vector<uint32_t> depth = randomTokens(o.benchDepth);
         auto generationRun = [&] {
             context.reset();
+            if (!depth.empty()) {
+                context.evaluate(depth, llm::Logits::eNone, nullptr); // (not timed)
+            }
             uint32_t token = randomTokens(1)[0];
             auto start = std::chrono::steady_clock::now();
             for (uint32_t i = 0; i < o.benchGen; ++i) {
@@ -481,7 +494,7 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
     // middle of the run on average.
     const double kvRowBytes = 2.0 * c.blockCount * c.headCountKv * c.headDim * 2.0;
     const double weightBytes = static_cast<double>(model->bytesReadPerToken());
-    const double averageKvBytes = kvRowBytes * (o.benchGen + 1) / 2.0;
+    const double averageKvBytes = kvRowBytes * (o.benchDepth + (o.benchGen + 1) / 2.0);
     const std::string size = humanBytes(static_cast<double>(model->weightBytes()));
     char params[32];
     double count = static_cast<double>(c.parameterCount());
@@ -513,7 +526,8 @@ bench(const Options& o, std::shared_ptr<llm::Model> model, const std::string& mo
             json << "  {\"model\": \"" << modelName << "\", \"type\": \"" << llm::toString(model->weightType())
                  << "\", \"model_bytes\": " << model->weightBytes() << ", \"params\": " << c.parameterCount()
                  << ", \"device\": \"" << device << "\", \"test\": \"" << r.test << "\", \"n_prompt\": " << r.prompt
-                 << ", \"n_gen\": " << r.generated << ", \"repetitions\": " << r.tokensPerSecond.size()
+                 << ", \"n_gen\": " << r.generated
+                 << ", \"n_depth\": " << (r.generated > 0 ? o.benchDepth : 0) << ", \"repetitions\": " << r.tokensPerSecond.size()
                  << ", \"tokens_per_second\": " << r.median << ", \"stddev\": " << r.stddev << ", \"samples\": [";
             for (size_t k = 0; k < r.tokensPerSecond.size(); ++k) {
                 json << (k ? ", " : "") << r.tokensPerSecond[k];

@@ -65,16 +65,59 @@ dispatchChainWanted(bool option)
     return switchFromEnv("KOMPUTE_ENV_DECODE_CHAIN", option);
 }
 
-/** KOMPUTE_ENV_DECODE_GLU (on unless "0"): the int-dot decode's gate/up
- * product writes the SwiGLU and its int8 blocks, which ffn_down reads
- * (MatMulParams::swigluC, quantizeC, quantizedA). On the H100 it ran Q4_0
- * at 374-378 t/s against 368-371 with the down product's x pass, and Q8_0
- * at 221.5 against 217-218 (docs/performance.md, seventeenth session).
+/** Where the decode's gate/up product writes the SwiGLU, which ffn_down
+ * reads (MatMulParams::swigluC). */
+enum class DecodeGlu
+{
+    eOff,    ///< ffn_down computes the SwiGLU of gate and up (swigluA)
+    eIntDot, ///< on the int-dot mat-vec, with its int8 blocks (quantizeC, quantizedA)
+    eAll,    ///< there, and on the float mat-vec (the SwiGLU's row of floats)
+};
+
+/** KOMPUTE_ENV_DECODE_GLU: "0", "1" or "int-dot" (the default), "all".
+ * The int-dot mat-vec's form ran Q4_0 at 374-378 t/s on the H100 against
+ * 368-371 with the down product's x pass, and Q8_0 at 221.5 against 217-218
+ * (docs/performance.md, seventeenth session); the float mat-vec's (f16
+ * models) is not measured on a GPU yet, so it is asked for with "all".
  * Read each time a step is recorded. */
-bool
+DecodeGlu
 decodeGluWanted()
 {
-    return switchFromEnv("KOMPUTE_ENV_DECODE_GLU", true);
+    const char* text = std::getenv("KOMPUTE_ENV_DECODE_GLU");
+    if (text == nullptr || *text == '\0') {
+        return DecodeGlu::eIntDot;
+    }
+    std::string value = text;
+    if (value == "0") {
+        return DecodeGlu::eOff;
+    }
+    if (value == "1" || value == "int-dot") {
+        return DecodeGlu::eIntDot;
+    }
+    if (value == "all") {
+        return DecodeGlu::eAll;
+    }
+    KP_LOG_WARN("KOMPUTE_ENV_DECODE_GLU={} is ignored: it is 0, 1 or int-dot (the default), or all", text);
+    return DecodeGlu::eIntDot;
+}
+
+/** KOMPUTE_ENV_ATTENTION_INSIDE (a count of tokens) overrides
+ * ContextOptions::attentionInsideContext; other values are reported and
+ * ignored. */
+uint32_t
+attentionInsideFromEnv(uint32_t option)
+{
+    const char* text = std::getenv("KOMPUTE_ENV_ATTENTION_INSIDE");
+    if (text == nullptr || *text == '\0') {
+        return option;
+    }
+    char* end = nullptr;
+    unsigned long value = std::strtoul(text, &end, 10);
+    if (*end != '\0' || text[0] == '-' || value > 0xFFFFFFFFul) {
+        KP_LOG_WARN("KOMPUTE_ENV_ATTENTION_INSIDE={} is ignored: it is a count of tokens (0: off)", text);
+        return option;
+    }
+    return static_cast<uint32_t>(value);
 }
 
 /** The product with a fused option (normA, swigluA, swigluC, ropeC), or
@@ -134,6 +177,9 @@ struct Context::Step
 {
     uint32_t tokens = 0;
     Output output = Output::eNone;
+    /** A decode step that asks for the attention inside its query/key/value
+     * product (ContextOptions::attentionInsideContext). */
+    bool attentionInside = false;
     std::shared_ptr<kp::Sequence> sequence;
     /** Labels of the recorded operations, for the profile. */
     std::vector<std::string> labels;
@@ -162,6 +208,7 @@ Context::Context(std::shared_ptr<Model> model, ContextOptions options)
     mIds = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
     mPositions = manager.tensorT<uint32_t>(std::vector<uint32_t>(batch, 0));
     mArgmax = manager.tensorT<uint32_t>(std::vector<uint32_t>(1, 0));
+    mOptions.attentionInsideContext = attentionInsideFromEnv(options.attentionInsideContext);
     if (dispatchChainWanted(options.dispatchChain) && !options.profile) {
         // Word 0 (a wait gave up), then two words per slot: a layer's
         // products take at most 5 (qkv, attn_output, gate_up, the x pass
@@ -244,9 +291,9 @@ Context::checkTokens(const std::vector<uint32_t>& tokens) const
 }
 
 Context::Step&
-Context::step(uint32_t tokens, Output output)
+Context::step(uint32_t tokens, Output output, bool attentionInside)
 {
-    auto key = std::make_pair(tokens, static_cast<int>(output));
+    auto key = std::make_tuple(tokens, static_cast<int>(output), attentionInside);
     auto it = mSteps.find(key);
     if (it != mSteps.end()) {
         return *it->second;
@@ -254,6 +301,7 @@ Context::step(uint32_t tokens, Output output)
     auto made = std::make_unique<Step>();
     made->tokens = tokens;
     made->output = output;
+    made->attentionInside = attentionInside;
     record(*made);
     return *mSteps.emplace(key, std::move(made)).first->second;
 }
@@ -377,6 +425,7 @@ Context::record(Step& s)
     };
     const uint32_t q = c.headCount * c.headDim;
     const uint32_t qkv = q + 2 * kv; // mQkv's row
+    const float attentionScale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
     // qwen2's biases [q | k | v] (one tensor, Model::place) go in with the
     // rotation, unless a q/k norm must come between them.
     const bool biasInRope = c.attentionBias && !c.qkNorm;
@@ -427,6 +476,7 @@ Context::record(Step& s)
     // gain too: Q4_0 361.2 and 361.1 against 348.0 and 352.9 (and 359.1
     // against 347.7 in the call before), Q8_0 219.7 against 213.5, where
     // before that attention Q4_0 lost 1.3% (docs/performance.md).
+    bool attendedInside = false; // by qkvWithRope, for this layer
     auto qkvWithRope = [&](const Model::Layer& w, uint32_t layer, const DeviceWeight& all) {
         if (t != 1 || c.qkNorm || c.ropeNeox) {
             return false;
@@ -438,6 +488,21 @@ Context::record(Step& s)
         p.ropeC = true;
         std::vector<std::shared_ptr<kp::Memory>> tensors{ mX, all.tensor, mQkv, w.attnNorm.tensor };
         p.rope = ropeParams(w, layer, tensors);
+        if (s.attentionInside && !chain) {
+            // The attention too (MatMulParams::attentionC), where the
+            // library takes it; else OpAttention after the product.
+            kp::MatMulParams attending = p;
+            attending.attentionC = true;
+            attending.attentionScale = attentionScale;
+            std::vector<std::shared_ptr<kp::Memory>> withOutput = tensors;
+            withOutput.push_back(attended);
+            std::shared_ptr<kp::OpMatMul> fused = fusedMatMul(withOutput, attending);
+            if (fused && (fused->path() == "matvec" || ropeInsideEverywhere())) {
+                add(fused, "attn_qkv (OpMatMul, attn_norm, rope_kv_cache and attention inside)");
+                attendedInside = true;
+                return true;
+            }
+        }
         std::shared_ptr<kp::OpMatMul> fused = product(tensors, p, true);
         if (!fused || (fused->path() != "matvec" && !ropeInsideEverywhere())) {
             return false;
@@ -446,18 +511,21 @@ Context::record(Step& s)
         return true;
     };
 
-    // One token, gate and up in one tensor (unless KOMPUTE_ENV_DECODE_GLU=0): the
+    // One token, gate and up in one tensor (see KOMPUTE_ENV_DECODE_GLU): the
     // product normalizes x, and writes silu(gate) * up and that row
     // quantized to int8 blocks (MatMulParams::swigluC and quantizeC) into
     // mGate; the down projection reads the blocks as its x (quantizedA).
     // Two dispatches where the SwiGLU's x pass made three, one barrier
-    // fewer per layer. False where it is off or the device or the weights'
-    // mat-vec mode refuse the first (the int-dot quantized-x mode only);
-    // where only the down projection refuses its blocks, it reads
-    // silu(gate) * up as a row of floats.
-    const bool glu = decodeGluWanted();
+    // fewer per layer. With KOMPUTE_ENV_DECODE_GLU=all, where the product
+    // refuses the blocks (quantizeC: the int-dot quantized-x mode only), it
+    // writes silu(gate) * up alone (float weights in the float row mode)
+    // and the down projection reads that row of floats, where it would
+    // otherwise compute the SwiGLU of two f32 rows in each of its
+    // workgroups (swigluA). False where it is off or the device or the
+    // weights' mat-vec mode refuse swigluC.
+    const DecodeGlu glu = decodeGluWanted();
     auto gluDecode = [&](const Model::Layer& w) {
-        if (!glu) {
+        if (glu == DecodeGlu::eOff) {
             return false;
         }
         kp::MatMulParams gateUp = linearParams(w.wGate, false, 1, 0, 0, 0);
@@ -470,13 +538,18 @@ Context::record(Step& s)
         gateUp.normOffset = w.ffnNorm.offset;
         const std::shared_ptr<kp::Tensor>& h = floatsFor(mGate, ff + kp::quantizedRowWords(ff));
         std::shared_ptr<kp::OpMatMul> fused = fusedMatMul({ mX, w.wGate.tensor, h, w.ffnNorm.tensor }, gateUp);
+        if (!fused && glu == DecodeGlu::eAll) {
+            gateUp.quantizeC = false;
+            fused = fusedMatMul({ mX, w.wGate.tensor, h, w.ffnNorm.tensor }, gateUp);
+        }
         if (!fused) {
             return false;
         }
         add(fused, "ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)");
         kp::MatMulParams down = linearParams(w.wDown, true, 1, ff, 0, 0);
         down.quantizedA = true;
-        if (auto quantized = fusedMatMul({ h, w.wDown.tensor, mX }, down)) {
+        std::shared_ptr<kp::OpMatMul> quantized;
+        if (gateUp.quantizeC && (quantized = fusedMatMul({ h, w.wDown.tensor, mX }, down))) {
             add(quantized, "ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)");
         } else {
             linear(h, w.wDown, mX, true, 1, 0, "ffn_down");
@@ -499,6 +572,7 @@ Context::record(Step& s)
     for (uint32_t layer = 0; layer < c.blockCount; ++layer) {
         const Model::Layer& w = model.layers()[layer];
         bool rotated = false; // RoPE and the cache write done by the product
+        attendedInside = false; // and the attention (qkvWithRope)
         if (w.wq.tensor == w.wk.tensor && w.wk.tensor == w.wv.tensor) {
             // One tensor holds the three matrices (Model::place): one product.
             DeviceWeight all = w.wq;
@@ -543,14 +617,14 @@ Context::record(Step& s)
         if (!rotated) {
             ropeCache(w, layer);
         }
-        {
+        if (!attendedInside) {
             kp::AttentionParams p;
             p.rows = t;
             p.heads = c.headCount;
             p.kvHeads = c.headCountKv;
             p.headDim = c.headDim;
             p.kvCapacity = mCapacity;
-            p.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+            p.scale = attentionScale;
             p.causal = true;
             p.kvRowStride = kv;
             p.qRowStride = qkv;
@@ -677,14 +751,17 @@ void
 Context::run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Output output)
 {
     const uint32_t count = static_cast<uint32_t>(end - begin);
-    Step* s = &step(count, output);
+    const bool chained = count == 1 && mChain != nullptr;
+    // A decode step attends inside its query/key/value product up to a
+    // context of attentionInsideContext tokens (this token's included).
+    const bool inside = count == 1 && !chained && mPosition < mOptions.attentionInsideContext;
+    Step* s = &step(count, output, inside);
     uint32_t* ids = mIds->data();
     uint32_t* positions = mPositions->data();
     for (uint32_t i = 0; i < count; ++i) {
         ids[i] = tokens[begin + i];
         positions[i] = mPosition + i;
     }
-    const bool chained = count == 1 && mChain != nullptr;
     if (chained) {
         std::fill(mChain->data(), mChain->data() + mChain->size(), 0u);
     }
@@ -697,9 +774,9 @@ Context::run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Outp
                     "barriers, and so does every later one");
         mChain.reset();
         for (auto it = mSteps.begin(); it != mSteps.end();) {
-            it = it->first.first == 1 ? mSteps.erase(it) : std::next(it);
+            it = std::get<0>(it->first) == 1 ? mSteps.erase(it) : std::next(it);
         }
-        s = &step(count, output);
+        s = &step(count, output, false);
         s->sequence->eval();
     }
     mPosition += count;

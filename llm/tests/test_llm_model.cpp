@@ -397,6 +397,18 @@ argmax(const float* row, size_t count)
     return static_cast<uint32_t>(std::max_element(row, row + count) - row);
 }
 
+/** The labels of the last evaluation's profiled operations, each followed
+ * by "; " (ContextOptions::profile). */
+std::string
+profileLabels(const Context& context)
+{
+    std::string labels;
+    for (const auto& op : context.profile()) {
+        labels += op.label + "; ";
+    }
+    return labels;
+}
+
 // --- The tests ------------------------------------------------------------------------
 
 class LlmForwardPass : public kp_test::KomputeParamTest<TensorType>
@@ -414,6 +426,7 @@ TEST_P(LlmForwardPass, MatchesTheHostReference)
     ContextOptions options;
     options.contextSize = 32;
     options.profile = true;
+    options.attentionInsideContext = 32; // (every decode step attends inside the qkv product where it can)
     // (Every mat-vec mode rotating inside the product where the layout
     // allows, whichever mode this device's products take.)
     kp_test::ScopedEnv everywhere("KOMPUTE_ENV_ROPE_INSIDE", "all");
@@ -513,6 +526,7 @@ TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
     ContextOptions options;
     options.contextSize = 32;
     options.profile = true;
+    options.attentionInsideContext = 32; // (every decode step attends inside the qkv product where it can)
     // (Every mat-vec mode rotating inside the product where the layout
     // allows, whichever mode this device's products take.)
     kp_test::ScopedEnv everywhere("KOMPUTE_ENV_ROPE_INSIDE", "all");
@@ -534,14 +548,13 @@ TEST_P(LlmArchitecture, MatchesTheHostReferenceFromAFile)
     // A decode step rotates and caches inside the qkv product where the
     // pairs are neighbours and no q/k norm comes between (the Llamas; the
     // Qwens rotate halves: OpRoPECache after the product), here on every
-    // mode (KOMPUTE_ENV_ROPE_INSIDE=all).
-    std::string labels;
-    for (const auto& op : context.profile()) {
-        labels += op.label + "; ";
-    }
+    // mode (KOMPUTE_ENV_ROPE_INSIDE=all), and at this short context attends
+    // inside it too (MatMulParams::attentionC).
+    std::string labels = profileLabels(context);
     bool inside = !c.ropeNeox && !c.qkNorm;
-    EXPECT_EQ(labels.find("rope_kv_cache inside") != std::string::npos, inside) << labels;
+    EXPECT_EQ(labels.find("rope_kv_cache and attention inside") != std::string::npos, inside) << labels;
     EXPECT_EQ(labels.find("rope_kv_cache (OpRoPECache)") != std::string::npos, !inside) << labels;
+    EXPECT_EQ(labels.find("attention (OpAttention)") != std::string::npos, !inside) << labels;
 
     // The reference without what the variant adds is far off: the test
     // sees whether it is applied.
@@ -735,10 +748,11 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         };
         if (quant) {
             runs.push_back({ mode, "all", nullptr });
-            runs.push_back({ mode, nullptr, "0" });
             runs.push_back({ mode, nullptr, "1" });
-            runs.push_back({ mode + comma + "matvec-glu", nullptr, nullptr });
         }
+        runs.push_back({ mode, nullptr, "0" });
+        runs.push_back({ mode, nullptr, "all" });
+        runs.push_back({ mode + comma + "matvec-glu", nullptr, "all" });
         for (const auto& [disabled, ropeInside, gluOn] : runs) {
             SCOPED_TRACE(disabled + " KOMPUTE_ENV_ROPE_INSIDE=" + (ropeInside ? ropeInside : "(unset)") +
                          " KOMPUTE_ENV_DECODE_GLU=" + (gluOn ? gluOn : "(unset)"));
@@ -748,17 +762,16 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             bool folded = disabled.find("matvec-norm") == std::string::npos;
             bool rotated = folded && disabled.find("matvec-rope") == std::string::npos &&
                            !(quant && ropeInside != nullptr && std::string(ropeInside) == "float");
-            Context context(model, ContextOptions{ 32, 512, true, 0 });
+            ContextOptions options{ 32, 512, true, 0 };
+            options.attentionInsideContext = 32; // (and the attention inside the qkv product with them)
+            Context context(model, options);
             std::vector<float> logits;
             std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
             context.evaluate(head, Logits::eLast, &logits);
             // (The profile is the last evaluation's.) The prompt step: gate
             // and up in one product, the SwiGLU in its epilogue or, with
             // gemm-swiglu off, over the halves of its rows.
-            std::string promptLabels;
-            for (const auto& op : context.profile()) {
-                promptLabels += op.label + "; ";
-            }
+            std::string promptLabels = profileLabels(context);
             bool swigluInside = disabled.find("gemm-swiglu") == std::string::npos;
             EXPECT_EQ(promptLabels.find("ffn_gate_up_swiglu (OpMatMul); ") != std::string::npos, swigluInside)
               << promptLabels;
@@ -770,28 +783,33 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
                 EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
             }
             last[folded] = logits;
-            std::string labels;
-            for (const auto& op : context.profile()) {
-                labels += op.label + "; ";
-            }
+            std::string labels = profileLabels(context);
             EXPECT_EQ(labels.find("output (OpMatMul, output_norm inside)") != std::string::npos, folded) << labels;
-            // The int-dot decode (unless KOMPUTE_ENV_DECODE_GLU=0): gate and up
-            // with the SwiGLU and its int8 blocks in the epilogue, read by
-            // ffn_down as its x (MatMulParams::swigluC, quantizeC,
-            // quantizedA), unless "matvec-glu" is off or the norm is apart;
-            // else the down product computes the SwiGLU itself (its x pass).
-            bool glu = quant && folded && (gluOn == nullptr || std::string(gluOn) == "1") &&
+            // The decode: gate and up with the SwiGLU in the epilogue
+            // (MatMulParams::swigluC) on the int-dot mat-vec with its int8
+            // blocks, read by ffn_down as its x (quantizeC, quantizedA), by
+            // default and with KOMPUTE_ENV_DECODE_GLU=1 or all; on the float
+            // mat-vec with "all" (ffn_down reads the SwiGLU's row of floats);
+            // unless "matvec-glu" is off or the norm is apart; else the down
+            // product computes the SwiGLU itself (swigluA; on the int-dot
+            // mat-vec in its x pass).
+            std::string gluValue = gluOn ? gluOn : "";
+            bool glu = folded && (quant ? gluValue != "0" : gluValue == "all") &&
                        disabled.find("matvec-glu") == std::string::npos;
             EXPECT_EQ(labels.find("ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)") != std::string::npos, glu)
               << labels;
-            EXPECT_EQ(labels.find("ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)") != std::string::npos, glu)
+            EXPECT_EQ(labels.find("ffn_down (OpMatMul, x quantized by ffn_gate_up_swiglu)") != std::string::npos,
+                      glu && quant)
               << labels;
+            EXPECT_EQ(labels.find("ffn_down (OpMatMul); ") != std::string::npos, glu && !quant) << labels;
             EXPECT_EQ(labels.find("ffn_gate_up (OpMatMul, ffn_norm inside)") != std::string::npos, folded && !glu)
               << labels;
             EXPECT_EQ(labels.find("ffn_down_swiglu (OpMatMul)") != std::string::npos, !glu) << labels;
-            EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm and rope_kv_cache inside)") != std::string::npos,
+            EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm, rope_kv_cache and attention inside)") !=
+                        std::string::npos,
                       rotated)
               << labels;
+            EXPECT_EQ(labels.find("attention (OpAttention)") != std::string::npos, !rotated) << labels;
             EXPECT_EQ(labels.find("attn_qkv (OpMatMul, attn_norm inside)") != std::string::npos, folded && !rotated)
               << labels;
             EXPECT_EQ(labels.find("rope_kv_cache (OpRoPECache)") != std::string::npos, !rotated) << labels;
@@ -841,6 +859,9 @@ TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
             std::string name = run;
             ContextOptions options{ 32 };
             options.dispatchChain = name == "chain" || name == "env 0";
+            // (The chain records OpAttention: so do the barriers' steps
+            // here, so that the same kernels run in both.)
+            options.attentionInsideContext = 0;
             kp_test::ScopedEnv env("KOMPUTE_ENV_DECODE_CHAIN",
                                    name == "env 0" ? "0" : (name == "env 1" ? "1" : nullptr));
             Context context(model, options);
@@ -860,6 +881,65 @@ TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
             EXPECT_EQ(decoded[run], decoded["barriers"]) << run;
         }
         EXPECT_EQ(decoded["env 0"], decoded["barriers"]);
+    }
+}
+
+// Decode steps attend inside the query/key/value product
+// (MatMulParams::attentionC) while the context, the token's position + 1,
+// is at most ContextOptions::attentionInsideContext, and record
+// OpAttention after it from there on: every step's logits match the host
+// reference, and the profile of each step shows which one ran.
+// KOMPUTE_ENV_ATTENTION_INSIDE overrides the option (0: never; a value that
+// is no count is ignored), and "matvec-attention" off records OpAttention.
+TEST_F(LlmContext, DecodeAttendsInsideTheQkvProductUpToItsContext)
+{
+    const ModelConfig c = superBlockConfig();
+    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
+        SCOPED_TRACE(kp::llm::toString(type));
+        bool quant = type != TensorType::eF16;
+        if (quant && !mgr().capabilities().integerDotProduct.supported) {
+            continue;
+        }
+        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+        auto model = Model::random(mgr(), c, type, kSeed);
+        struct Run
+        {
+            const char* disabled;
+            const char* env;
+            uint32_t limit;  // the context up to which a step attends inside
+            uint32_t option; // the option in force (a step of each kind asked for is recorded)
+        };
+        for (const Run& run : std::vector<Run>{ { "", nullptr, 7, 7 },
+                                                { "", "9", 9, 9 },
+                                                { "", "0", 0, 0 },
+                                                { "", "seven", 7, 7 },
+                                                { "matvec-attention", nullptr, 0, 7 } }) {
+            SCOPED_TRACE(std::string(run.disabled) + " KOMPUTE_ENV_ATTENTION_INSIDE=" + (run.env ? run.env : "(unset)"));
+            std::string disabled = std::string(quant ? "matvec-float" : "") + (quant && *run.disabled ? "," : "") +
+                                   run.disabled;
+            kp_test::DisablePaths disable(disabled.c_str());
+            kp_test::ScopedEnv env("KOMPUTE_ENV_ATTENTION_INSIDE", run.env);
+            ContextOptions options{ 32, 512, true, 0 };
+            options.attentionInsideContext = 7;
+            Context context(model, options);
+            std::vector<float> logits;
+            std::vector<uint32_t> head(kPrompt.begin(), kPrompt.begin() + 5);
+            context.evaluate(head, Logits::eLast, &logits);
+            EXPECT_LT(relativeError(logits, expected, 4), tolerance(type));
+            for (size_t t = 5; t < kPrompt.size(); ++t) {
+                context.evaluate({ kPrompt[t] }, Logits::eLast, &logits);
+                EXPECT_LT(relativeError(logits, expected, t), tolerance(type)) << "position " << t;
+                std::string labels = profileLabels(context);
+                bool inside = t < run.limit;
+                EXPECT_EQ(labels.find("rope_kv_cache and attention inside") != std::string::npos, inside)
+                  << "position " << t << ": " << labels;
+                EXPECT_EQ(labels.find("attention (OpAttention)") != std::string::npos, !inside)
+                  << "position " << t << ": " << labels;
+            }
+            // The prompt step, and a decode step of each kind asked for.
+            size_t kinds = (run.option > 5 ? 1 : 0) + (run.option < kPrompt.size() ? 1 : 0);
+            EXPECT_EQ(context.recordedSteps(), 1 + kinds);
+        }
     }
 }
 

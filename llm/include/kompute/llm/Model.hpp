@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <kompute/Kompute.hpp>
@@ -194,6 +195,18 @@ struct ContextOptions
      * the H100 the chained step is slower than the barriers' (each wait
      * lasts longer than the barrier it replaces; docs/performance.md). */
     bool dispatchChain = false;
+    /** Decode steps (one token) at contexts of at most this many tokens
+     * (the token's position + 1) compute the attention inside the
+     * query/key/value product (MatMulParams::attentionC): one dispatch and
+     * one barrier fewer per layer. Each KV head is then attended by one
+     * workgroup, so longer contexts take OpAttention, which spreads the
+     * context over many workgroups (the context records a decode step of
+     * each kind). 0 (the default until it is timed on a GPU,
+     * docs/performance.md) turns it off; KOMPUTE_ENV_ATTENTION_INSIDE=N
+     * overrides it. Where the device or the model refuses attentionC (NeoX
+     * rotation, q/k norms, the dispatch chain), every step records
+     * OpAttention. */
+    uint32_t attentionInsideContext = 0;
 };
 
 /** Which logits an evaluation reads back. */
@@ -274,7 +287,7 @@ class Context
     };
     struct Step;
 
-    Step& step(uint32_t tokens, Output output);
+    Step& step(uint32_t tokens, Output output, bool attentionInside);
     void record(Step& step);
     /** Runs tokens [begin, end) of `tokens` as one step. */
     void run(const std::vector<uint32_t>& tokens, size_t begin, size_t end, Output output);
@@ -301,7 +314,9 @@ class Context
     std::shared_ptr<kp::Tensor> mLastLogits, mAllLogits;
     uint32_t mAllLogitsRows = 1; // rows of mAllLogits: steps returning all logits are this long at most
 
-    std::map<std::pair<uint32_t, int>, std::unique_ptr<Step>> mSteps;
+    // Keyed by tokens, output and whether a decode step's attention is
+    // inside its query/key/value product.
+    std::map<std::tuple<uint32_t, int, bool>, std::unique_ptr<Step>> mSteps;
     std::vector<OpTime> mProfile;
 };
 

@@ -1202,15 +1202,18 @@ runReadBandwidth(Context& ctx, const Options& options)
 
 // The driver's statistics (registers, spills, shared memory on NVIDIA) of
 // the attention kernels' pipelines as the library builds them for
-// Llama-8B's heads (32 of 128, 8 KV heads, f16 caches): the decode kernel
-// and the cooperative-matrix prefill's variants. Nothing is timed
+// Llama-8B's heads (32 of 128, 8 KV heads, f16 caches): the decode kernel,
+// the query/key/value mat-vec (f16 and grouped Q4_0 rows, the norm inside)
+// with RoPE and the cache write, and with the attention too
+// (MatMulParams::attentionC: its "rope attn" rows), and the
+// cooperative-matrix prefill's variants. Nothing is timed
 // (kompute-bench's attention cases time them); where the device has no
 // VK_KHR_pipeline_executable_properties, the pipelines are only made.
 void
 runAttentionStats(Context& ctx, const Options& options)
 {
     std::vector<Buffer> buffers;
-    for (int i = 0; i < 7; ++i) {
+    for (int i = 0; i < 11; ++i) {
         buffers.push_back(ctx.buffer(256, false));
     }
     auto make = [&](const std::string& label, const char* variant, uint32_t bindings, uint32_t pushBytes,
@@ -1234,6 +1237,31 @@ runAttentionStats(Context& ctx, const Options& options)
         uint32_t lanes = std::min(sg, 16u);
         make("attention stats decode f16 256:4", "attention_decode_f16_v8", 7, 13 * 4,
              { 256, 128, 4, 256, 1, lanes, 32 / lanes, 4, 256 / sg, 0, 1 });
+    }
+    // The qkv mat-vec (6144 rows of 4096) as OpMatMul builds it with normA
+    // and ropeC (bindings 0 to 8, the rotation's constants 19 to 21, its 13
+    // words of push constants after the mat-vec's), and with attentionC
+    // (bindings 9 and 10, constants 22 to 24, two more words).
+    for (uint32_t w : { kF16, kQ4_0X8 }) {
+        bool intDot = w != kF16;
+        if (intDot && !ctx.view.intDotSupported) {
+            continue;
+        }
+        MatVecConfig config = chooseMatVec(ctx.view, 6144, w, false, false, intDot, 4096);
+        if (!matVecProblem(config, ctx.view, w).empty()) {
+            continue;
+        }
+        MatVecVariant variant{ kF32, w, kF32, false, !intDot, true };
+        variant.norm = 1 + 0 + 4; // f32 norm weights from a multiple of 4
+        std::vector<uint32_t> constants = matVecSpecialization(config, variant);
+        constants.resize(19, 0u);
+        constants.insert(constants.end(), { 1u, 0u, 0u }); // f16 caches, no factors, no bias
+        std::string build = intDot ? "matvec_int_dot_rope" : "matvec_rope";
+        std::string label = std::string("attention stats qkv ") + (intDot ? "q4_0x8" : "f16") + " " +
+                            std::to_string(config.threads) + "x" + std::to_string(config.rows) + " rope";
+        make(label, build.c_str(), 9, sizeof(MatVecPush) + 13 * 4, constants);
+        constants.insert(constants.end(), { 4u, 128u, 0u }); // 4 query heads a KV head, 128 values, f32 output
+        make(label + " attn", (build + "_attn").c_str(), 11, sizeof(MatVecPush) + 15 * 4, constants);
     }
     // Prefill on NV cooperative matrices (the form NVIDIA devices take):
     // C positions a tile, S subgroups; 5 bindings, 12 words of push

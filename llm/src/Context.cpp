@@ -78,7 +78,8 @@ enum class DecodeGlu
  * The int-dot mat-vec's form ran Q4_0 at 374-378 t/s on the H100 against
  * 368-371 with the down product's x pass, and Q8_0 at 221.5 against 217-218
  * (docs/performance.md, seventeenth session); the float mat-vec's (f16
- * models) is not measured on a GPU yet, so it is asked for with "all".
+ * models) gained 0.9% in one H100 run (eighteenth session), too little to
+ * make it the default unconfirmed, so it is asked for with "all".
  * Read each time a step is recorded. */
 DecodeGlu
 decodeGluWanted()

@@ -201,8 +201,9 @@ struct ContextOptions
      * one barrier fewer per layer. Each KV head is then attended by one
      * workgroup, so longer contexts take OpAttention, which spreads the
      * context over many workgroups (the context records a decode step of
-     * each kind). 0 (the default until it is timed on a GPU,
-     * docs/performance.md) turns it off; KOMPUTE_ENV_ATTENTION_INSIDE=N
+     * each kind). 0 turns it off, and is the default: on an H100 the
+     * decode was slower with it (Q4_0 tg128 333-343 t/s against 376-377;
+     * docs/performance.md, eighteenth session). KOMPUTE_ENV_ATTENTION_INSIDE=N
      * overrides it. Where the device or the model refuses attentionC (NeoX
      * rotation, q/k norms, the dispatch chain), every step records
      * OpAttention. */

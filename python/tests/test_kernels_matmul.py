@@ -426,15 +426,17 @@ def test_rope_c_refused(mgr, monkeypatch, device_properties):
 
 
 @pytest.mark.parametrize("m,n,k,batch,gap,ldb_pad,a_dtype,b_dtype,c_dtype,alpha", [
-    (1, 24, 64, 1, 0, 0, "float32", "float16", "float32", 1.0),  # m = 1: the GEMM kernels too
+    (1, 24, 64, 1, 0, 0, "float32", "float16", "float32", 1.0),  # m = 1: the GEMM kernels too (matvec-glu off)
     (33, 70, 128, 2, 3, 0, "float16", "q4_0", "float16", 0.75),
     (20, 40, 64, 1, 8, 0, "float32", "q8_0", "float32", 1.0),
     (9, 17, 40, 1, 1, 8, "float16", "float32", "float16", 0.75),
 ])
-def test_swiglu_c(mgr, path, m, n, k, batch, gap, ldb_pad, a_dtype, b_dtype, c_dtype, alpha):
+def test_swiglu_c(mgr, monkeypatch, path, m, n, k, batch, gap, ldb_pad, a_dtype, b_dtype, c_dtype, alpha):
     """swiglu_c: C = silu(G) * U of the products over B's gate rows and its
     up rows (from up_row_b, a gap after the gate's), in one GEMM dispatch:
     batches, padded rows of B, partial tiles."""
+    if m == 1:
+        disable_paths(monkeypatch, "matvec-glu")  # (else the mat-vec takes it: test_swiglu_c_on_the_float_matvec)
     up_row_b, ldb = n + gap, k + ldb_pad
     b_rows = up_row_b + n
     rng = np.random.default_rng(40 + m)
@@ -457,6 +459,27 @@ def test_swiglu_c(mgr, path, m, n, k, batch, gap, ldb_pad, a_dtype, b_dtype, c_d
     # by |silu(G)| e <= |G| e.
     assert_product(op, floats_of(c).astype(np.float64).reshape(batch, m, n), silu(G) * U,
                    1.1 * magnitude_g * np.abs(U) + np.abs(G) * magnitude_u, c_dtype)
+
+
+@pytest.mark.parametrize("b_dtype", ["float32", "float16"])
+def test_swiglu_c_on_the_float_matvec(mgr, device_properties, b_dtype):
+    """swiglu_c with m = 1 and float weights: the float mat-vec's row mode
+    (an f16 model's decode gate and up projections), one dispatch, against
+    numpy."""
+    if not has_shuffles(device_properties):
+        pytest.skip("no subgroup shuffles: the mat-vec takes no swigluC")
+    n, k, up_row_b = 40, 96, 43
+    rng = np.random.default_rng(61)
+    a, a_stored = operand(mgr, "float32", rng.uniform(-1, 1, k).astype(np.float32))
+    b, b_stored = operand(mgr, b_dtype, rng.uniform(-1, 1, (up_row_b + n) * k).astype(np.float32))
+    c = tensor_of(mgr, "float32", np.full(n, np.nan))
+    op = kp.OpMatMul([a, b, c], m=1, n=n, k=k, trans_b=True, alpha=0.5, swiglu_c=True, up_row_b=up_row_b)
+    assert op.path() == "matvec" and len(op.algorithms()) == 1, (op.path(), op.algorithms())
+    run(mgr, [a, b], op, [c])
+    A = np.asarray(a_stored, np.float64)
+    B = np.asarray(b_stored, np.float64).reshape(up_row_b + n, k)
+    G, U = 0.5 * B[:n] @ A, 0.5 * B[up_row_b:] @ A
+    np.testing.assert_allclose(floats_of(c), silu(G) * U, rtol=1e-4, atol=1e-5)
 
 
 def test_swiglu_c_refused(mgr, monkeypatch):

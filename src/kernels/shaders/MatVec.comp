@@ -339,9 +339,6 @@ float inverseRms()
     return inversesqrt(total / float(p.k) + p.normEps);
 }
 
-// Sums each row's partial sums over the workgroup and writes the outputs;
-// with NORM_X, scaled by 1 / rms of x (`squares`: this thread's sum of the
-// squares of the x elements it read).
 // The weights' row of the product's row `row` (GLU_OUT: a gate row and an
 // up row in turn).
 uint weightRow(uint row)
@@ -363,6 +360,9 @@ void gluWrite(uint outBase, uint i, float gateSum, float upSum)
 }
 #endif
 
+// Sums each row's partial sums over the workgroup and writes the outputs;
+// with NORM_X, scaled by 1 / rms of x (`squares`: this thread's sum of the
+// squares of the x elements it read).
 void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
 {
     uint tid = gl_LocalInvocationID.x;
@@ -374,9 +374,10 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
     }
     shareSquares(squares);
     barrier();
-#ifdef ROPE_EPILOGUE
+#if defined(ROPE_EPILOGUE) || defined(GLU_OUT)
     // Every thread takes part in the shuffle; a pair's rows are threads 2i
-    // and 2i + 1 (ROWS even), always one subgroup's.
+    // and 2i + 1 (ROWS even), always one subgroup's (GLU_OUT: the gate's row
+    // and the up's).
     float s = 0.0;
     if (tid < ROWS) {
         for (uint g = 0; g < gl_NumSubgroups; ++g) {
@@ -385,23 +386,15 @@ void reduceAndWrite(float sums[ROWS], uint row0, uint outBase, float squares)
     }
     s *= inverseRms();
     float pairSum = subgroupShuffleXor(s, 1u);
+#ifdef ROPE_EPILOGUE
     if (tid < ROWS && row0 + tid < p.rows) {
         ropeWrite(outBase, row0 + tid, s, pairSum);
     }
-#elif defined(GLU_OUT)
-    // The same pairing: row 2i (the gate's) and 2i + 1 (the up's) are
-    // threads 2i and 2i + 1.
-    float s = 0.0;
-    if (tid < ROWS) {
-        for (uint g = 0; g < gl_NumSubgroups; ++g) {
-            s += partial[g * ROWS + tid];
-        }
-    }
-    s *= inverseRms();
-    float pairSum = subgroupShuffleXor(s, 1u);
+#else
     if (tid < ROWS && (tid & 1u) == 0u && row0 + tid < p.rows) {
         gluWrite(outBase, (row0 + tid) >> 1, s, pairSum);
     }
+#endif
 #else
     if (tid < ROWS && row0 + tid < p.rows) {
         float s = 0.0;

@@ -17,6 +17,7 @@
 // the GEMM sections are skipped before they make their data; "attention
 // stats" prints the attention kernels' pipeline statistics.)
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -749,6 +750,7 @@ class Context
         view.khrF16Shapes = khrF16;
         view.khrBf16Shapes = khrBf16;
         view.intDot = intDot;
+        view.intDotSupported = intDotSupported;
     }
 
     VkInstance mInstance = VK_NULL_HANDLE;
@@ -1262,6 +1264,17 @@ runAttentionStats(Context& ctx, const Options& options)
         make(label, build.c_str(), 9, sizeof(MatVecPush) + 13 * 4, constants);
         constants.insert(constants.end(), { 4u, 128u, 0u }); // 4 query heads a KV head, 128 values, f32 output
         make(label + " attn", (build + "_attn").c_str(), 11, sizeof(MatVecPush) + 15 * 4, constants);
+        // The tail's loads in flight and heads at once (ids 25 to 27:
+        // 16-byte chunks of a K row, 8-byte parts of V rows, query heads
+        // attended together; the library takes 4, 4 and 2).
+        for (auto [kLoads, vLoads, atOnce] : std::vector<std::array<uint32_t, 3>>{
+               { 16, 8, 4 }, { 8, 4, 4 }, { 2, 2, 4 }, { 1, 1, 4 }, { 4, 4, 2 }, { 4, 4, 1 }, { 1, 1, 1 } }) {
+            std::vector<uint32_t> loads = constants;
+            loads.insert(loads.end(), { kLoads, vLoads, atOnce });
+            make(label + " attn k" + std::to_string(kLoads) + " v" + std::to_string(vLoads) + " h" +
+                   std::to_string(atOnce),
+                 (build + "_attn").c_str(), 11, sizeof(MatVecPush) + 15 * 4, loads);
+        }
     }
     // Prefill on NV cooperative matrices (the form NVIDIA devices take):
     // C positions a tile, S subgroups; 5 bindings, 12 words of push

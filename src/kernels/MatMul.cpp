@@ -612,23 +612,25 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         }
         if (p.attentionC && problem.empty()) {
             // (AttentionTail.glsl: a tile's rows in one head; the threads
-            // split into slices of headDim / 8 chunks.)
+            // split into slices of headDim / 4 parts of a V row.)
             uint32_t headDim = rope.push.headDim;
-            if (headDim % config.rows != 0 || config.threads % (headDim / 8) != 0) {
+            if (headDim % config.rows != 0 || config.threads % (headDim / 4) != 0) {
                 problem = format("attentionC counts a workgroup's {} rows into one head of {} and splits its {} "
-                                 "threads by {} chunks of 8 values",
-                                 config.rows, headDim, config.threads, headDim / 8);
+                                 "threads by {} parts of 4 values",
+                                 config.rows, headDim, config.threads, headDim / 4);
             }
         }
+        // The modes in which a workgroup reads the whole row of A: the
+        // int-dot build's quantized-x mode (qxWhole: with that row whole in
+        // shared memory), and the row mode of float weights and of
+        // Q8_0/Q4_0 rows not staged.
+        bool qxRows = intDot && config.qxBlocks != 0 && !mv.columnMode;
+        bool qxWhole = qxRows && config.qxBlocks * 32 >= p.k;
+        bool plainRows = !mv.columnMode && config.qxBlocks == 0 && !config.staged &&
+                         (!isQuantized(mv.w) || hasUnitRowModes(mv.w));
         if (p.normA && problem.empty()) {
             uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
-            // The modes in which a workgroup reads the whole row of A: the
-            // int-dot build's quantized-x mode, and the row mode of float
-            // weights and of Q8_0/Q4_0 rows not staged.
-            bool qxMode = intDot && config.qxBlocks != 0 && !mv.columnMode;
-            bool plainRows = !mv.columnMode && config.qxBlocks == 0 && !config.staged &&
-                             (!isQuantized(mv.w) || hasUnitRowModes(mv.w));
-            if (!qxMode && !plainRows) {
+            if (!qxRows && !plainRows) {
                 check.fail(format("normA needs a mat-vec mode that reads the whole row of A in each workgroup, which "
                                   "this product does not take on '{}' ({}): B transposed, and float weights, or Q8_0, "
                                   "Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, strideB and offsetB "
@@ -644,13 +646,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
                 problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);
             }
         }
-        bool qxWhole = intDot && config.qxBlocks != 0 && !mv.columnMode && config.qxBlocks * 32 >= p.k;
         if (p.swigluC && problem.empty()) {
             // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
             // The int-dot build's quantized-x mode, or the float row mode of
             // float weights (without quantizeC).
-            bool qxRows = intDot && config.qxBlocks != 0 && !mv.columnMode;
-            bool floatRows = !isQuantized(mv.w) && !mv.columnMode && config.qxBlocks == 0 && !config.staged;
+            bool floatRows = plainRows && !isQuantized(mv.w);
             if ((!qxRows && !floatRows) || p.batch != 1) {
                 problem = "swigluC takes the int-dot mat-vec's quantized-x mode or the float row mode of float weights "
                           "(batch 1)";

@@ -202,8 +202,8 @@ struct ContextOptions
      * workgroup, so longer contexts take OpAttention, which spreads the
      * context over many workgroups (the context records a decode step of
      * each kind). 0 turns it off, and is the default: on an H100 the
-     * decode was slower with it (Q4_0 tg128 333-343 t/s against 376-377;
-     * docs/performance.md, eighteenth session). KOMPUTE_ENV_ATTENTION_INSIDE=N
+     * decode was slower with it (Q4_0 tg128 356.4 t/s against 370.7-379.0;
+     * docs/performance.md, nineteenth session). KOMPUTE_ENV_ATTENTION_INSIDE=N
      * overrides it. Where the device or the model refuses attentionC (NeoX
      * rotation, q/k norms, the dispatch chain), every step records
      * OpAttention. */

@@ -74,19 +74,19 @@ enum class DecodeGlu
     eAll,    ///< there, and on the float mat-vec (the SwiGLU's row of floats)
 };
 
-/** KOMPUTE_ENV_DECODE_GLU: "0", "1" or "int-dot" (the default), "all".
+/** KOMPUTE_ENV_DECODE_GLU: "0", "1" or "int-dot", "all" (the default).
  * The int-dot mat-vec's form ran Q4_0 at 374-378 t/s on the H100 against
  * 368-371 with the down product's x pass, and Q8_0 at 221.5 against 217-218
  * (docs/performance.md, seventeenth session); the float mat-vec's (f16
- * models) gained 0.9% in one H100 run (eighteenth session), too little to
- * make it the default unconfirmed, so it is asked for with "all".
+ * models) ran 155.27 and 156.02 t/s against 153.69 and 153.98 without it,
+ * alternated in one H100 call (nineteenth session; +0.9% in the eighteenth).
  * Read each time a step is recorded. */
 DecodeGlu
 decodeGluWanted()
 {
     const char* text = std::getenv("KOMPUTE_ENV_DECODE_GLU");
     if (text == nullptr || *text == '\0') {
-        return DecodeGlu::eIntDot;
+        return DecodeGlu::eAll;
     }
     std::string value = text;
     if (value == "0") {
@@ -98,8 +98,8 @@ decodeGluWanted()
     if (value == "all") {
         return DecodeGlu::eAll;
     }
-    KP_LOG_WARN("KOMPUTE_ENV_DECODE_GLU={} is ignored: it is 0, 1 or int-dot (the default), or all", text);
-    return DecodeGlu::eIntDot;
+    KP_LOG_WARN("KOMPUTE_ENV_DECODE_GLU={} is ignored: it is 0, 1 or int-dot, or all (the default)", text);
+    return DecodeGlu::eAll;
 }
 
 /** KOMPUTE_ENV_ATTENTION_INSIDE (a count of tokens) overrides
@@ -517,8 +517,8 @@ Context::record(Step& s)
     // quantized to int8 blocks (MatMulParams::swigluC and quantizeC) into
     // mGate; the down projection reads the blocks as its x (quantizedA).
     // Two dispatches where the SwiGLU's x pass made three, one barrier
-    // fewer per layer. With KOMPUTE_ENV_DECODE_GLU=all, where the product
-    // refuses the blocks (quantizeC: the int-dot quantized-x mode only), it
+    // fewer per layer. With KOMPUTE_ENV_DECODE_GLU=all (the default), where
+    // the product refuses the blocks (quantizeC: the int-dot quantized-x mode only), it
     // writes silu(gate) * up alone (float weights in the float row mode)
     // and the down projection reads that row of floats, where it would
     // otherwise compute the SwiGLU of two f32 rows in each of its

@@ -718,10 +718,11 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 // is "float"), and apart where the norms are or where "matvec-rope" is off
 // (and the prompt step's gate and up as one product with the SwiGLU in its
 // epilogue, MatMulParams::swigluC, or, where "gemm-swiglu" is off, one
-// product and OpSwiGLU); the int-dot decode's gate and up with the SwiGLU
-// quantized for the down product in their epilogue (by default), or (with
-// KOMPUTE_ENV_DECODE_GLU=0, and with "matvec-glu" off) the down product's
-// x pass.
+// product and OpSwiGLU); the decode's gate and up with the SwiGLU in their
+// epilogue by default (the int-dot product's quantized for the down
+// product; the float one's as floats, not with KOMPUTE_ENV_DECODE_GLU=1),
+// or (with KOMPUTE_ENV_DECODE_GLU=0, and with "matvec-glu" off) the down
+// product computing it (the int-dot one in its x pass).
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
@@ -748,8 +749,8 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
         };
         if (quant) {
             runs.push_back({ mode, "all", nullptr });
-            runs.push_back({ mode, nullptr, "1" });
         }
+        runs.push_back({ mode, nullptr, "1" });
         runs.push_back({ mode, nullptr, "0" });
         runs.push_back({ mode, nullptr, "all" });
         runs.push_back({ mode + comma + "matvec-glu", nullptr, "all" });
@@ -789,11 +790,11 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             // (MatMulParams::swigluC) on the int-dot mat-vec with its int8
             // blocks, read by ffn_down as its x (quantizeC, quantizedA), by
             // default and with KOMPUTE_ENV_DECODE_GLU=1 or all; on the float
-            // mat-vec with "all" (ffn_down reads the SwiGLU's row of floats);
-            // unless "matvec-glu" is off or the norm is apart; else the down
-            // product computes the SwiGLU itself (swigluA; on the int-dot
-            // mat-vec in its x pass).
-            std::string gluValue = gluOn ? gluOn : "";
+            // mat-vec by default and with "all" (ffn_down reads the SwiGLU's
+            // row of floats); unless "matvec-glu" is off or the norm is
+            // apart; else the down product computes the SwiGLU itself
+            // (swigluA; on the int-dot mat-vec in its x pass).
+            std::string gluValue = gluOn ? gluOn : "all";
             bool glu = folded && (quant ? gluValue != "0" : gluValue == "all") &&
                        disabled.find("matvec-glu") == std::string::npos;
             EXPECT_EQ(labels.find("ffn_gate_up_swiglu (OpMatMul, ffn_norm inside)") != std::string::npos, glu)

@@ -1347,7 +1347,8 @@ TEST_F(MatMul, RopeAndCacheWriteOnTheMatVecRow)
 // position, of several chunks of the workgroup's positions, and past the
 // caches (clamped to their rows); the float row mode (f16 weights) and
 // the int-dot build's modes (Q8_0, grouped Q4_0, and a small grid whose
-// workgroups each take several tiles). Then what is refused, naming why.
+// workgroups each take several tiles); groups of 4, 3 and 1 query heads per
+// KV head. Then what is refused, naming why.
 TEST_F(MatMul, AttentionInsideTheQkvMatVec)
 {
     const auto& caps = mgr().capabilities();
@@ -1356,26 +1357,34 @@ TEST_F(MatMul, AttentionInsideTheQkvMatVec)
         GTEST_SKIP() << "'" << caps.deviceName << "' has no subgroup shuffles: ropeC refused";
     }
     using Tensors = std::vector<std::shared_ptr<kp::Memory>>;
-    const uint32_t heads = 8, kvHeads = 2, headDim = 64, k = 256, group = heads / kvHeads;
-    const uint32_t n = (heads + 2 * kvHeads) * headDim, cacheStride = kvHeads * headDim + 8, cacheOffset = 8;
-    const uint32_t capacity = 300, outOffset = 4;
-    const uint32_t cacheSize = cacheOffset + capacity * cacheStride;
+    const uint32_t headDim = 64, k = 256, cacheOffset = 8, capacity = 300, outOffset = 4;
     auto x = mgr().tensor(randomValues(k, 41, -2.0f, 2.0f));
     auto norm = mgr().tensor(randomValues(k, 42, 0.5f, 1.5f));
-    kp::RoPECacheParams r;
-    r.heads = heads;
-    r.kvHeads = kvHeads;
-    r.headDim = headDim;
-    r.theta = 10000.0f;
-    r.cacheRowStride = cacheStride;
-    r.cacheOffset = cacheOffset;
-    r.positionsOffset = 1;
-    auto params = [&](Elem b, bool withNorm) {
-        auto p = shape(1, n, k, false, true);
+    // The qkv row, the caches and the rotation of `heads` query heads over
+    // `kvHeads` KV heads.
+    struct Layout
+    {
+        uint32_t heads, kvHeads, n, cacheStride, cacheSize;
+        kp::RoPECacheParams rope;
+    };
+    auto layout = [&](uint32_t heads, uint32_t kvHeads) {
+        Layout l{ heads, kvHeads, (heads + 2 * kvHeads) * headDim, kvHeads * headDim + 8, 0, {} };
+        l.cacheSize = cacheOffset + capacity * l.cacheStride;
+        l.rope.heads = heads;
+        l.rope.kvHeads = kvHeads;
+        l.rope.headDim = headDim;
+        l.rope.theta = 10000.0f;
+        l.rope.cacheRowStride = l.cacheStride;
+        l.rope.cacheOffset = cacheOffset;
+        l.rope.positionsOffset = 1;
+        return l;
+    };
+    auto params = [&](const Layout& l, Elem b, bool withNorm) {
+        auto p = shape(1, l.n, k, false, true);
         p.formatB = weightFormat(b);
         p.normA = withNorm;
         p.ropeC = true;
-        p.rope = r;
+        p.rope = l.rope;
         p.attentionC = true;
         p.attentionOffset = outOffset;
         return p;
@@ -1385,100 +1394,121 @@ TEST_F(MatMul, AttentionInsideTheQkvMatVec)
         const char* disabled;
         const char* qx;
     };
+    // Each case of modes x types x positions x {f32, f16 output}: the
+    // attention of every query head against the host's, counted in cases
+    // (a lambda of ASSERTs returns nothing).
     uint32_t cases = 0;
-    for (const Mode& mode : std::vector<Mode>{ { "", "" }, { "matvec-float", "" }, { "matvec-float", "64:16:1:1:0:4" } }) {
-        if (std::string(mode.disabled) == "matvec-float" && !intDot) {
-            continue;
-        }
-        SCOPED_TRACE(std::string(*mode.disabled ? mode.disabled : "default") + " " + mode.qx);
-        DisablePaths disable(mode.disabled);
-        ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", *mode.qx ? mode.qx : nullptr);
-        for (Elem b : { Elem::F16, Elem::Q8_0, Elem::Q4_0X8 }) {
-            if ((*mode.disabled && b == Elem::F16) || (*mode.qx && b == Elem::F16)) {
-                continue; // (f16 rows take the float row mode whatever is off)
+    auto check = [&](const Layout& l, const std::vector<Mode>& modes, const std::vector<Elem>& types,
+                     const std::vector<uint32_t>& at) {
+        const uint32_t heads = l.heads, n = l.n, group = l.heads / l.kvHeads, cacheStride = l.cacheStride;
+        const uint32_t cacheSize = l.cacheSize;
+        for (const Mode& mode : modes) {
+            if (std::string(mode.disabled) == "matvec-float" && !intDot) {
+                continue;
             }
-            std::vector<float> wStored;
-            auto w = makeOperand(mgr(), b, randomValues(size_t(n) * k, 43), wStored);
-            for (uint32_t position : { 0u, 37u, 299u, 310u }) {
-                for (bool halfOut : { false, true }) {
-                    SCOPED_TRACE(std::string(elemName(b)) + " position " + std::to_string(position) +
-                                 (halfOut ? " f16 output" : " f32 output"));
-                    auto positions = mgr().tensorT<uint32_t>({ 1, position });
-                    auto c = mgr().tensor(std::vector<float>(n, 0.0f));
-                    std::vector<float> stored;
-                    auto keys = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 44 + position), stored);
-                    auto values = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 45 + position), stored);
-                    std::vector<float> sentinel(outOffset + heads * headDim + 3, 7.0f);
-                    auto attended = halfOut ? makeOperand(mgr(), Elem::F16, sentinel, stored) : mgr().tensor(sentinel);
-                    // (With the norm inside, as the LLM runner records it,
-                    // except where lavapipe stages Q8_0/Q4_0 rows, a mode
-                    // that does not take it.)
-                    bool withNorm = b == Elem::F16 || *mode.disabled;
-                    Tensors tensors{ x, w, c };
-                    if (withNorm) {
-                        tensors.push_back(norm);
-                    }
-                    tensors.insert(tensors.end(), { positions, keys, values, attended });
-                    auto op = std::make_shared<kp::OpMatMul>(tensors, params(b, withNorm));
-                    EXPECT_EQ(op->algorithms().size(), 1u);
-                    mgr()
-                      .sequence()
-                      ->record<kp::OpSyncDevice>({ x, w, norm, positions, keys, values, attended })
-                      ->record(op)
-                      ->record<kp::OpSyncLocal>({ c, keys, values, attended })
-                      ->eval();
-                    std::vector<float> q = floatsOf(*c), kc = floatsOf(*keys), vc = floatsOf(*values);
-                    std::vector<float> got = floatsOf(*attended);
-                    // The host's attention over what the dispatch left.
-                    uint32_t context = std::min(position, capacity - 1) + 1;
-                    const float scale = 1.0f / std::sqrt(float(headDim));
-                    std::vector<float> want(heads * headDim);
-                    for (uint32_t h = 0; h < heads; ++h) {
-                        uint32_t g = h / group;
-                        std::vector<double> scores(context);
-                        double top = -1e300;
-                        for (uint32_t j = 0; j < context; ++j) {
-                            double dot = 0;
-                            for (uint32_t d = 0; d < headDim; ++d) {
-                                dot += double(q[h * headDim + d]) * kc[cacheOffset + j * cacheStride + g * headDim + d];
-                            }
-                            scores[j] = dot * scale;
-                            top = std::max(top, scores[j]);
+            SCOPED_TRACE(std::string(*mode.disabled ? mode.disabled : "default") + " " + mode.qx);
+            DisablePaths disable(mode.disabled);
+            ScopedEnv tuning("KOMPUTE_ENV_MATVEC_QX", *mode.qx ? mode.qx : nullptr);
+            for (Elem b : types) {
+                if ((*mode.disabled && b == Elem::F16) || (*mode.qx && b == Elem::F16)) {
+                    continue; // (f16 rows take the float row mode whatever is off)
+                }
+                std::vector<float> wStored;
+                auto w = makeOperand(mgr(), b, randomValues(size_t(n) * k, 43), wStored);
+                for (uint32_t position : at) {
+                    for (bool halfOut : { false, true }) {
+                        SCOPED_TRACE(std::string(elemName(b)) + " position " + std::to_string(position) +
+                                     (halfOut ? " f16 output" : " f32 output"));
+                        auto positions = mgr().tensorT<uint32_t>({ 1, position });
+                        auto c = mgr().tensor(std::vector<float>(n, 0.0f));
+                        std::vector<float> stored;
+                        auto keys = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 44 + position), stored);
+                        auto values = makeOperand(mgr(), Elem::F16, randomValues(cacheSize, 45 + position), stored);
+                        std::vector<float> sentinel(outOffset + heads * headDim + 3, 7.0f);
+                        auto attended = halfOut ? makeOperand(mgr(), Elem::F16, sentinel, stored) : mgr().tensor(sentinel);
+                        // (With the norm inside, as the LLM runner records it,
+                        // except where lavapipe stages Q8_0/Q4_0 rows, a mode
+                        // that does not take it.)
+                        bool withNorm = b == Elem::F16 || *mode.disabled;
+                        Tensors tensors{ x, w, c };
+                        if (withNorm) {
+                            tensors.push_back(norm);
                         }
-                        double sum = 0;
-                        for (double& s : scores) {
-                            s = std::exp(s - top);
-                            sum += s;
-                        }
-                        for (uint32_t d = 0; d < headDim; ++d) {
-                            double acc = 0;
+                        tensors.insert(tensors.end(), { positions, keys, values, attended });
+                        auto op = std::make_shared<kp::OpMatMul>(tensors, params(l, b, withNorm));
+                        EXPECT_EQ(op->algorithms().size(), 1u);
+                        mgr()
+                          .sequence()
+                          ->record<kp::OpSyncDevice>({ x, w, norm, positions, keys, values, attended })
+                          ->record(op)
+                          ->record<kp::OpSyncLocal>({ c, keys, values, attended })
+                          ->eval();
+                        std::vector<float> q = floatsOf(*c), kc = floatsOf(*keys), vc = floatsOf(*values);
+                        std::vector<float> got = floatsOf(*attended);
+                        // The host's attention over what the dispatch left.
+                        uint32_t context = std::min(position, capacity - 1) + 1;
+                        const float scale = 1.0f / std::sqrt(float(headDim));
+                        std::vector<float> want(heads * headDim);
+                        for (uint32_t h = 0; h < heads; ++h) {
+                            uint32_t g = h / group;
+                            std::vector<double> scores(context);
+                            double top = -1e300;
                             for (uint32_t j = 0; j < context; ++j) {
-                                acc += scores[j] * vc[cacheOffset + j * cacheStride + g * headDim + d];
+                                double dot = 0;
+                                for (uint32_t d = 0; d < headDim; ++d) {
+                                    dot += double(q[h * headDim + d]) * kc[cacheOffset + j * cacheStride + g * headDim + d];
+                                }
+                                scores[j] = dot * scale;
+                                top = std::max(top, scores[j]);
                             }
-                            want[h * headDim + d] = float(acc / sum);
+                            double sum = 0;
+                            for (double& s : scores) {
+                                s = std::exp(s - top);
+                                sum += s;
+                            }
+                            for (uint32_t d = 0; d < headDim; ++d) {
+                                double acc = 0;
+                                for (uint32_t j = 0; j < context; ++j) {
+                                    acc += scores[j] * vc[cacheOffset + j * cacheStride + g * headDim + d];
+                                }
+                                want[h * headDim + d] = float(acc / sum);
+                            }
                         }
+                        double largest = 0;
+                        for (float v : want) {
+                            largest = std::max(largest, double(std::fabs(v)));
+                        }
+                        double tolerance = (halfOut ? 2e-3 : 2e-4) * largest + 1e-6;
+                        for (uint32_t i = 0; i < heads * headDim; ++i) {
+                            ASSERT_NEAR(got[outOffset + i], want[i], tolerance) << "output " << i;
+                        }
+                        for (uint32_t i = 0; i < outOffset; ++i) {
+                            ASSERT_EQ(got[i], 7.0f) << "written before attentionOffset";
+                        }
+                        ASSERT_EQ(got[outOffset + heads * headDim], 7.0f) << "written past the output";
+                        ++cases;
                     }
-                    double largest = 0;
-                    for (float v : want) {
-                        largest = std::max(largest, double(std::fabs(v)));
-                    }
-                    double tolerance = (halfOut ? 2e-3 : 2e-4) * largest + 1e-6;
-                    for (uint32_t i = 0; i < heads * headDim; ++i) {
-                        ASSERT_NEAR(got[outOffset + i], want[i], tolerance) << "output " << i;
-                    }
-                    for (uint32_t i = 0; i < outOffset; ++i) {
-                        ASSERT_EQ(got[i], 7.0f) << "written before attentionOffset";
-                    }
-                    ASSERT_EQ(got[outOffset + heads * headDim], 7.0f) << "written past the output";
-                    ++cases;
                 }
             }
         }
-    }
+    };
+    check(layout(8, 2), { { "", "" }, { "matvec-float", "" }, { "matvec-float", "64:16:1:1:0:4" } },
+          { Elem::F16, Elem::Q8_0, Elem::Q4_0X8 }, { 0u, 37u, 299u, 310u });
     EXPECT_GE(cases, 24u);
+    // Groups that the tail attends in batches of heads it does not fill
+    // (ATTN_AT_ONCE, 2): 3 query heads per KV head (batches of 2 and 1),
+    // and 1 (multi-head attention).
+    for (auto [heads, kvHeads] : { std::pair{ 6u, 2u }, { 2u, 2u } }) {
+        SCOPED_TRACE(std::to_string(heads) + " heads over " + std::to_string(kvHeads));
+        cases = 0;
+        check(layout(heads, kvHeads), { { "", "" } }, { Elem::F16 }, { 37u, 299u });
+        EXPECT_EQ(cases, 4u);
+    }
 
     // Refused, naming why.
-    auto p = params(Elem::F32, true);
+    const Layout l = layout(8, 2);
+    const uint32_t heads = l.heads, kvHeads = l.kvHeads, n = l.n, cacheSize = l.cacheSize;
+    auto p = params(l, Elem::F32, true);
     auto w = mgr().tensor(std::vector<float>(size_t(n) * k, 0.5f));
     auto c = mgr().tensor(std::vector<float>(n, 0.0f));
     auto positions = mgr().tensorT<uint32_t>({ 1, 3 });
@@ -1533,7 +1563,7 @@ TEST_F(MatMul, AttentionInsideTheQkvMatVec)
     }
     {
         DisablePaths off("matvec");
-        auto plain = params(Elem::F32, false);
+        auto plain = params(l, Elem::F32, false);
         EXPECT_TRUE(throwsWith([&] { kp::OpMatMul(Tensors{ x, w, c, positions, keys, values, attended }, plain); },
                                { "ropeC with attentionC needs the mat-vec" }));
     }

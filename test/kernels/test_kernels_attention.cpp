@@ -160,50 +160,6 @@ TEST_F(TransformerKernelTest, SetRowsCastsIntoThePositionsGiven)
     }
 }
 
-/** out[r][h] of attention over position-major caches, in double. */
-std::vector<float>
-hostAttention(const std::vector<float>& q,
-              const std::vector<float>& k,
-              const std::vector<float>& v,
-              const std::vector<uint32_t>& positions,
-              const kp::AttentionParams& p)
-{
-    uint32_t D = p.headDim;
-    uint32_t group = p.heads / p.kvHeads;
-    uint32_t kvStride = p.kvRowStride == 0 ? p.kvHeads * D : p.kvRowStride;
-    double scale = p.scale != 0 ? p.scale : 1.0 / std::sqrt(double(D));
-    std::vector<float> out(size_t(p.rows) * p.heads * D);
-    for (uint32_t r = 0; r < p.rows; ++r) {
-        uint32_t last = std::min(positions[p.causal ? r : p.rows - 1], p.kvCapacity - 1);
-        for (uint32_t h = 0; h < p.heads; ++h) {
-            uint32_t g = h / group;
-            std::vector<double> s(last + 1);
-            double m = -INFINITY;
-            for (uint32_t j = 0; j <= last; ++j) {
-                double dot = 0;
-                for (uint32_t d = 0; d < D; ++d) {
-                    dot += double(q[(size_t(r) * p.heads + h) * D + d]) * k[p.kvOffset + size_t(j) * kvStride + g * D + d];
-                }
-                s[j] = dot * scale;
-                m = std::max(m, s[j]);
-            }
-            double sum = 0;
-            for (double& e : s) {
-                e = std::exp(e - m);
-                sum += e;
-            }
-            for (uint32_t d = 0; d < D; ++d) {
-                double acc = 0;
-                for (uint32_t j = 0; j <= last; ++j) {
-                    acc += s[j] * v[p.kvOffset + size_t(j) * kvStride + g * D + d];
-                }
-                out[(size_t(r) * p.heads + h) * D + d] = float(acc / sum);
-            }
-        }
-    }
-    return out;
-}
-
 struct AttentionCase
 {
     const char* name;

@@ -1400,7 +1400,7 @@ TEST_F(MatMul, AttentionInsideTheQkvMatVec)
     uint32_t cases = 0;
     auto check = [&](const Layout& l, const std::vector<Mode>& modes, const std::vector<Elem>& types,
                      const std::vector<uint32_t>& at) {
-        const uint32_t heads = l.heads, n = l.n, group = l.heads / l.kvHeads, cacheStride = l.cacheStride;
+        const uint32_t heads = l.heads, n = l.n, cacheStride = l.cacheStride;
         const uint32_t cacheSize = l.cacheSize;
         for (const Mode& mode : modes) {
             if (std::string(mode.disabled) == "matvec-float" && !intDot) {
@@ -1446,34 +1446,15 @@ TEST_F(MatMul, AttentionInsideTheQkvMatVec)
                         std::vector<float> q = floatsOf(*c), kc = floatsOf(*keys), vc = floatsOf(*values);
                         std::vector<float> got = floatsOf(*attended);
                         // The host's attention over what the dispatch left.
-                        uint32_t context = std::min(position, capacity - 1) + 1;
-                        const float scale = 1.0f / std::sqrt(float(headDim));
-                        std::vector<float> want(heads * headDim);
-                        for (uint32_t h = 0; h < heads; ++h) {
-                            uint32_t g = h / group;
-                            std::vector<double> scores(context);
-                            double top = -1e300;
-                            for (uint32_t j = 0; j < context; ++j) {
-                                double dot = 0;
-                                for (uint32_t d = 0; d < headDim; ++d) {
-                                    dot += double(q[h * headDim + d]) * kc[cacheOffset + j * cacheStride + g * headDim + d];
-                                }
-                                scores[j] = dot * scale;
-                                top = std::max(top, scores[j]);
-                            }
-                            double sum = 0;
-                            for (double& s : scores) {
-                                s = std::exp(s - top);
-                                sum += s;
-                            }
-                            for (uint32_t d = 0; d < headDim; ++d) {
-                                double acc = 0;
-                                for (uint32_t j = 0; j < context; ++j) {
-                                    acc += scores[j] * vc[cacheOffset + j * cacheStride + g * headDim + d];
-                                }
-                                want[h * headDim + d] = float(acc / sum);
-                            }
-                        }
+                        kp::AttentionParams a;
+                        a.rows = 1;
+                        a.heads = heads;
+                        a.kvHeads = l.kvHeads;
+                        a.headDim = headDim;
+                        a.kvRowStride = cacheStride;
+                        a.kvOffset = cacheOffset;
+                        a.kvCapacity = capacity;
+                        std::vector<float> want = hostAttention(q, kc, vc, { position }, a);
                         double largest = 0;
                         for (float v : want) {
                             largest = std::max(largest, double(std::fabs(v)));

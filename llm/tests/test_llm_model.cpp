@@ -660,6 +660,30 @@ TEST(LlmWeightMix, GivesEachTensorLlamaQuantizesType)
 class LlmContext : public kp_test::KomputeTest
 {};
 
+/** The decode tests' models: `body(type, quant, expected, model)` for
+ * random F16, Q8_0 and Q4_0 models of `c` (the quantized ones only where
+ * `manager`'s device has integer dot products, which the quantized-x
+ * mat-vec needs), with the host's logits of teacher forcing kPrompt.
+ * `quantDisabled`, if given, is in KOMPUTE_ENV_DISABLE around the
+ * quantized models' body and their making (what the device is asked to
+ * store depends on it). */
+template<typename Body>
+void
+forEachDecodeType(kp::Manager& manager, const ModelConfig& c, const char* quantDisabled, Body&& body)
+{
+    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
+        SCOPED_TRACE(kp::llm::toString(type));
+        bool quant = type != TensorType::eF16;
+        if (quant && !manager.capabilities().integerDotProduct.supported) {
+            continue; // (no integer dot products: no quantized-x mode)
+        }
+        kp_test::DisablePaths disable(quant ? quantDisabled : nullptr);
+        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
+        auto model = Model::random(manager, c, type, kSeed);
+        body(type, quant, expected, model);
+    }
+}
+
 TEST_F(LlmContext, PromptsSplitIntoStepsGiveTheSameLogits)
 {
     const ModelConfig c = smallConfig();
@@ -726,14 +750,7 @@ TEST_F(LlmContext, ActivationsAreMadeForTheStepsThatNeedThem)
 TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
 {
     const ModelConfig c = superBlockConfig();
-    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
-        SCOPED_TRACE(kp::llm::toString(type));
-        bool quant = type != TensorType::eF16;
-        if (quant && !mgr().capabilities().integerDotProduct.supported) {
-            continue; // (no integer dot products: no quantized-x mode)
-        }
-        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
-        auto model = Model::random(mgr(), c, type, kSeed);
+    forEachDecodeType(mgr(), c, nullptr, [&](TensorType type, bool quant, const Rows& expected, const auto& model) {
         std::map<bool, std::vector<float>> last;
         const std::string mode = quant ? "matvec-float" : "";
         const std::string comma = quant ? "," : "";
@@ -824,7 +841,7 @@ TEST_F(LlmContext, DecodeNormalizesInsideTheMatVec)
             scale = std::max(scale, std::abs(double(b[i])));
         }
         EXPECT_LT(diff / scale, tolerance(type));
-    }
+    });
 }
 
 // ContextOptions::dispatchChain: the decode steps' mat-vecs ordered by
@@ -845,15 +862,7 @@ TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
     }
     kp::Manager* manager = &mgr();
     const ModelConfig c = superBlockConfig();
-    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
-        SCOPED_TRACE(kp::llm::toString(type));
-        bool quant = type != TensorType::eF16;
-        if (quant && !manager->capabilities().integerDotProduct.supported) {
-            continue;
-        }
-        kp_test::DisablePaths disable(quant ? "matvec-float" : nullptr);
-        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
-        auto model = Model::random(*manager, c, type, kSeed);
+    forEachDecodeType(*manager, c, "matvec-float", [&](TensorType type, bool, const Rows& expected, const auto& model) {
         std::map<std::string, std::vector<std::vector<float>>> decoded;
         for (const char* run : { "barriers", "chain", "env 0", "env 1" }) {
             SCOPED_TRACE(run);
@@ -882,7 +891,7 @@ TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
             EXPECT_EQ(decoded[run], decoded["barriers"]) << run;
         }
         EXPECT_EQ(decoded["env 0"], decoded["barriers"]);
-    }
+    });
 }
 
 // Decode steps attend inside the query/key/value product
@@ -895,14 +904,7 @@ TEST_F(LlmContext, DecodeChainGivesTheLogitsOfBarriers)
 TEST_F(LlmContext, DecodeAttendsInsideTheQkvProductUpToItsContext)
 {
     const ModelConfig c = superBlockConfig();
-    for (TensorType type : { TensorType::eF16, TensorType::eQ8_0, TensorType::eQ4_0 }) {
-        SCOPED_TRACE(kp::llm::toString(type));
-        bool quant = type != TensorType::eF16;
-        if (quant && !mgr().capabilities().integerDotProduct.supported) {
-            continue;
-        }
-        const Rows expected = referenceLogits(c, hostWeights(c, type, kSeed), kPrompt);
-        auto model = Model::random(mgr(), c, type, kSeed);
+    forEachDecodeType(mgr(), c, nullptr, [&](TensorType type, bool quant, const Rows& expected, const auto& model) {
         struct Run
         {
             const char* disabled;
@@ -941,7 +943,7 @@ TEST_F(LlmContext, DecodeAttendsInsideTheQkvProductUpToItsContext)
             size_t kinds = (run.option > 5 ? 1 : 0) + (run.option < kPrompt.size() ? 1 : 0);
             EXPECT_EQ(context.recordedSteps(), 1 + kinds);
         }
-    }
+    });
 }
 
 // Q4_0 matrices of rows of whole groups of 8 blocks go to the device

@@ -518,11 +518,11 @@ Context::record(Step& s)
     // mGate; the down projection reads the blocks as its x (quantizedA).
     // Two dispatches where the SwiGLU's x pass made three, one barrier
     // fewer per layer. With KOMPUTE_ENV_DECODE_GLU=all (the default), where
-    // the product refuses the blocks (quantizeC: the int-dot quantized-x mode only), it
-    // writes silu(gate) * up alone (float weights in the float row mode)
-    // and the down projection reads that row of floats, where it would
-    // otherwise compute the SwiGLU of two f32 rows in each of its
-    // workgroups (swigluA). False where it is off or the device or the
+    // the product refuses the blocks (quantizeC: the int-dot quantized-x
+    // mode only), it writes silu(gate) * up alone (float weights in the
+    // float row mode) and the down projection reads that row of floats,
+    // where it would otherwise compute the SwiGLU of two f32 rows in each
+    // of its workgroups (swigluA). False where it is off or the device or the
     // weights' mat-vec mode refuse swigluC.
     const DecodeGlu glu = decodeGluWanted();
     auto gluDecode = [&](const Model::Layer& w) {

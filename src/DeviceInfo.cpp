@@ -262,8 +262,6 @@ versionText(uint32_t version)
                   VK_API_VERSION_PATCH(version));
 }
 
-namespace {
-
 // Vendors encode driver versions their own way.
 std::string
 driverVersionText(uint32_t vendorID, uint32_t version)
@@ -277,6 +275,8 @@ driverVersionText(uint32_t vendorID, uint32_t version)
     }
     return versionText(version);
 }
+
+namespace {
 
 const char*
 vendorName(uint32_t vendorID)

@@ -669,7 +669,23 @@ bindMatMul(nb::module_& m)
         "decode step's gate and up projections, whose down projection reads the blocks (quantized_a).\n"
         "quantized_a: A's row (m = 1, batch 1, k a multiple of 32) is given as such blocks, from offset_a (a "
         "multiple of 4) of a float32 A; for the int-dot mat-vec's quantized-x mode with the row whole in "
-        "shared memory; no swiglu_a or norm_a.");
+        "shared memory; no swiglu_a or norm_a.")
+      .def(
+        "tuning",
+        [](const OpMatMul& self) {
+            const MatMulTuning& t = self.tuning();
+            nb::dict d;
+            d["kernel"] = t.kernel;
+            d["config"] = t.config;
+            d["source"] = t.source;
+            return d;
+        },
+        keepGil,
+        "The configuration its kernel runs with, and where it came from (kp::MatMulTuning in C++): a dict "
+        "with 'kernel' ('matvec-qx', 'coopmat' or 'tiled'; '' for the mat-vec's other modes, as the other "
+        "two), 'config' (in the form of the tuning tables, e.g. '256:16:2:1:0:4') and 'source' ('rules', "
+        "'table FILE (device ..., driver ...)' for an entry of the file KOMPUTE_ENV_TUNING_FILE names or of "
+        "a built-in table, or the KOMPUTE_ENV_ variable that replaced it).");
     m.def("quantized_row_words", &quantizedRowWords, "k"_a,
           "Elements (float32 words) of a row of k elements as int8 blocks (OpMatMul's quantize_c and "
           "quantized_a; k a multiple of 32).");

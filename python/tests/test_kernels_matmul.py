@@ -13,6 +13,7 @@ float16 (1e-4), the int-dot
 mat-vec rounds activations to int8 (1/127)."""
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -146,6 +147,30 @@ def test_batches_strides_and_offsets(mgr, path):
         W = w_stored[b * n * k:(b + 1) * n * k].reshape(n, k).astype(np.float64)
         out = np.stack([got[5 + b * stride_c + i * ldc:][:n] for i in range(m)])
         np.testing.assert_allclose(out, A @ W.T, rtol=1e-4, atol=1e-4)
+
+
+def test_tuning_table_replaces_the_rules(mgr, monkeypatch, tmp_path, device_properties):
+    """A tuning table (KOMPUTE_ENV_TUNING_FILE) that names this device gives
+    the tiled GEMM its tile: op.tuning() says where it came from, the grid
+    follows, and the product matches numpy; another device's block, and no
+    file, leave the rules."""
+    disable_paths(monkeypatch, "matvec,coopmat")
+    rules = matmul(mgr, 33, 65, 64).tuning()
+    assert rules["kernel"] == "tiled" and rules["source"] == "rules"
+    name = device_properties["device_name"]
+    table = tmp_path / "tuning.json"
+    entry = {"kernel": "tiled", "a": "f32", "b": "f32", "m": 32, "n": 65, "k": 64, "config": "16:16:16:4:4:2"}
+    table.write_text(json.dumps({"devices": [
+        {"device": "no such device", "entries": [dict(entry, config="64:64:16:4:4:1")]},
+        {"device": name, "entries": [entry]}]}))
+    monkeypatch.setenv("KOMPUTE_ENV_TUNING_FILE", str(table))
+    op = matmul(mgr, 33, 65, 64)
+    assert op.tuning() == {"kernel": "tiled", "config": "16:16:16:4:4:2",
+                           "source": f"table {table} (device '{name}', driver any)"}
+    assert op.algorithms()[0].get_workgroup() == (5, 3, 1)
+    assert matmul(mgr, 31, 65, 64).tuning() == rules  # m below the entry's
+    monkeypatch.delenv("KOMPUTE_ENV_TUNING_FILE")
+    assert matmul(mgr, 33, 65, 64).tuning() == rules
 
 
 def test_quantize_round_trip():

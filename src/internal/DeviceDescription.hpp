@@ -27,5 +27,10 @@ describeDevice(vk::PhysicalDevice physicalDevice,
 std::string
 versionText(uint32_t version);
 
+/** A driver version as its vendor encodes it: NVIDIA's "580.159.4.0"
+ * (10.8.8.6 bits), others as versionText. */
+std::string
+driverVersionText(uint32_t vendorID, uint32_t version);
+
 } // namespace internal
 } // namespace kp

@@ -45,7 +45,7 @@ kernelPathNames()
                                                     "coopmat-khr",  "coopmat-quant-words", "matvec-norm",
                                                     "attention-coopmat", "attention-decode-flash", "attention-decode-ahead",
                                                     "grouped-blocks", "matvec-x-pass", "matvec-rope", "matvec-attention",
-                                                    "gemm-swiglu", "matvec-glu" };
+                                                    "gemm-swiglu", "matvec-glu", "tuning-tables" };
     return names;
 }
 

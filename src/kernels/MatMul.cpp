@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 
 #include "kernels/CoopmatRewrite.hpp"
 #include "kernels/KernelSupport.hpp"
 #include "kernels/MatMulConfig.hpp"
 #include "kernels/MatMulDevice.hpp"
+#include "kernels/MatMulTuning.hpp"
 #include "kernels/RoPECache.hpp"
 #include "kompute/logger/Logger.hpp"
 
@@ -159,106 +161,82 @@ groups(uint64_t extent, uint32_t tile)
     return static_cast<uint32_t>((extent + tile - 1) / tile);
 }
 
-// KOMPUTE_ENV_MATVEC_QX=threads:rows:groupsPerSM:prefetch:stage[:interleave]
-// replaces the quantized-x mat-vec's choice (a tuning knob: kompute-llm
-// runs with each candidate measure it end to end; groupsPerSM 0 is one
-// workgroup per tile of rows; prefetch 0-2 and stage 0 or 1, interleave 0-16
-// chunks: MatVecConfig; interleave, for grouped weights, keeps the choice
-// when left out). A value that does not parse or fit the device is
-// reported and ignored.
-void
-overrideQxConfig(MatVecConfig& config, const DeviceView& view, uint32_t wType)
+// A kernel's configuration: the rules' choice (`config` as given),
+// replaced by the entry of `tables` for this device and product
+// (MatMulTuning.hpp), and that by the KOMPUTE_ENV_ variable `variable`, a
+// tuning knob (kompute-llm runs with each candidate measure it end to end).
+// `parse` reads a configuration's text into a copy of `config`; `fits`
+// says what keeps one from running this product (empty: nothing). A table
+// entry or a value that does not parse or fit is reported and passed over.
+// Returns where the configuration came from (MatMulTuning::source).
+template<typename Config>
+std::string
+tuneConfig(Config& config,
+           const DeviceView& view,
+           const std::vector<std::shared_ptr<const TuningTable>>& tables,
+           const TuningQuery& query,
+           const char* variable,
+           const std::function<std::string(const std::string&, Config&)>& parse,
+           const std::function<std::string(const Config&)>& fits)
 {
-    const char* text = std::getenv("KOMPUTE_ENV_MATVEC_QX");
-    if (!text || !*text) {
-        return;
-    }
-    unsigned threads = 0, rows = 0, perSm = 0, prefetch = 0, stage = 0, interleave = config.interleave;
-    char end = 0;
-    int fields = std::sscanf(text, "%u:%u:%u:%u:%u:%u%c", &threads, &rows, &perSm, &prefetch, &stage, &interleave, &end);
-    if ((fields == 5 || fields == 6) && prefetch <= 2 && stage <= 1) {
-        MatVecConfig c = config;
-        c.threads = threads;
-        c.rows = rows;
-        c.maxGroups = perSm * (view.smCount ? view.smCount : 1);
-        c.prefetch = prefetch;
-        c.stage = stage != 0;
-        c.interleave = interleave;
-        std::string problem = matVecProblem(c, view, wType);
+    std::string source = "rules";
+    auto fitting = [&](const std::string& text, Config& out) {
+        Config c = config;
+        std::string problem = parse(text, c);
         if (problem.empty()) {
-            config = c;
-            return;
+            problem = fits(c);
         }
-        KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: {}", text, problem);
-        return;
+        if (problem.empty()) {
+            out = c;
+        }
+        return problem;
+    };
+    Config tuned = config;
+    if (auto entry = findTuning(tables, view, query,
+                                [&](const std::string& text) { return fitting(text, tuned); })) {
+        config = tuned;
+        source = entry->source;
     }
-    KP_LOG_WARN("KOMPUTE_ENV_MATVEC_QX={} is ignored: expected threads:rows:groupsPerSM:prefetch:stage[:interleave], "
-                "e.g. 256:16:2:0:0",
-                text);
+    const char* text = variable ? std::getenv(variable) : nullptr;
+    if (text && *text) {
+        std::string problem = fitting(text, config);
+        if (problem.empty()) {
+            source = variable;
+        } else {
+            KP_LOG_WARN("{}={} is ignored: {}", variable, text, problem);
+        }
+    }
+    return source;
 }
 
 // KOMPUTE_ENV_COOPMAT_AHEAD=N replaces the cooperative-matrix GEMM's count
-// of tiles whose loads are in flight (CoopmatConfig::loadAhead, 1-4): a
-// tuning knob, so that kompute-llm can measure each end to end. A value
-// that does not parse or fit the tile is reported and ignored.
-void
+// of tiles whose loads are in flight (CoopmatConfig::loadAhead, 1-4) after
+// the tile is chosen (KOMPUTE_ENV_COOPMAT_TILE keeps the count): a tuning
+// knob, so that kompute-llm can measure each end to end. A value that does
+// not parse or fit the tile is reported and ignored. Returns whether it
+// applied.
+bool
 overrideCoopmatAhead(CoopmatConfig& config, const DeviceView& view)
 {
     const char* text = std::getenv("KOMPUTE_ENV_COOPMAT_AHEAD");
     if (!text || !*text) {
-        return;
+        return false;
     }
     unsigned ahead = 0;
     char end = 0;
     if (std::sscanf(text, "%u%c", &ahead, &end) != 1) {
         KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_AHEAD={} is ignored: expected a count of tiles, e.g. 2", text);
-        return;
+        return false;
     }
     CoopmatConfig c = config;
     c.loadAhead = ahead;
     std::string problem = coopmatProblem(c, view);
     if (!problem.empty()) {
         KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_AHEAD={} is ignored: {}", text, problem);
-        return;
+        return false;
     }
     config = c;
-}
-
-// KOMPUTE_ENV_COOPMAT_TILE=BM:BN:BK:WM:WN:STAGES replaces the tile that
-// chooseCoopmat picked (workgroup tile, subgroup tile, 1 or 2 shared
-// stages), keeping its fragment shape: a tuning knob, as the one above, so
-// that kompute-llm can measure a tile end to end. A value that does not
-// parse or fit the device is reported and ignored.
-void
-overrideCoopmatTile(CoopmatConfig& config, const DeviceView& view)
-{
-    const char* text = std::getenv("KOMPUTE_ENV_COOPMAT_TILE");
-    if (!text || !*text) {
-        return;
-    }
-    unsigned v[6] = {};
-    char end = 0;
-    if (std::sscanf(text, "%u:%u:%u:%u:%u:%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6 ||
-        (v[5] != 1 && v[5] != 2) || !v[0] || !v[1] || !v[2] || !v[3] || !v[4]) {
-        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_TILE={} is ignored: expected BM:BN:BK:WM:WN:STAGES (sizes above 0, "
-                    "stages 1 or 2), e.g. "
-                    "128:64:64:64:32:1",
-                    text);
-        return;
-    }
-    CoopmatConfig c = config;
-    c.bm = v[0];
-    c.bn = v[1];
-    c.bk = v[2];
-    c.wm = v[3];
-    c.wn = v[4];
-    c.doubleBuffer = v[5] == 2;
-    std::string problem = coopmatProblem(c, view);
-    if (!problem.empty()) {
-        KP_LOG_WARN("KOMPUTE_ENV_COOPMAT_TILE={} is ignored: {}", text, problem);
-        return;
-    }
-    config = c;
+    return true;
 }
 
 /** MatMulParams::attentionC's checks that do not depend on the mat-vec's
@@ -546,6 +524,10 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
 
     mParams = p;
 
+    // The tuning tables ("tuning-tables" turns them off: the rules alone).
+    const std::vector<std::shared_ptr<const TuningTable>> tables =
+      check.caps().isDisabled("tuning-tables") ? std::vector<std::shared_ptr<const TuningTable>>{} : tuningTables();
+
     // --- Mat-vec: one row (or one column) of C ----------------------------------
     // (swigluC: the int-dot mat-vec only, below; else the GEMM kernels.)
     bool oneRow = p.m == 1 && (!p.swigluC || !check.caps().isDisabled("matvec-glu"));
@@ -601,72 +583,93 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         // mode for Q4_K/Q5_K).
         bool quantizedX = wholeChunks && intDot && !caps.isDisabled("matvec-qx");
         MatVecConfig config = chooseMatVec(view, push.rows, mv.w, mv.columnMode, stageable, quantizedX, p.k);
-        if (config.qxBlocks) {
-            overrideQxConfig(config, view, mv.w);
-        }
         intDot = intDot && (hasUnitRowModes(mv.w) || config.qxBlocks != 0);
-        std::string problem = matVecProblem(config, view, mv.w);
-        if (p.ropeC && problem.empty() && config.rows % 2 != 0) {
-            // (ropeWrite: a pair's rows are a workgroup's rows 2i and 2i + 1)
-            problem = format("ropeC pairs a workgroup's rows, and this configuration gives it {} rows", config.rows);
-        }
-        if (p.attentionC && problem.empty()) {
-            // (AttentionTail.glsl: a tile's rows in one head; the threads
-            // split into slices of headDim / 4 parts of a V row.)
-            uint32_t headDim = rope.push.headDim;
-            if (headDim % config.rows != 0 || config.threads % (headDim / 4) != 0) {
-                problem = format("attentionC counts a workgroup's {} rows into one head of {} and splits its {} "
-                                 "threads by {} parts of 4 values",
-                                 config.rows, headDim, config.threads, headDim / 4);
-            }
-        }
         // The modes in which a workgroup reads the whole row of A: the
         // int-dot build's quantized-x mode (qxWhole: with that row whole in
         // shared memory), and the row mode of float weights and of
         // Q8_0/Q4_0 rows not staged.
-        bool qxRows = intDot && config.qxBlocks != 0 && !mv.columnMode;
-        bool qxWhole = qxRows && config.qxBlocks * 32 >= p.k;
-        bool plainRows = !mv.columnMode && config.qxBlocks == 0 && !config.staged &&
-                         (!isQuantized(mv.w) || hasUnitRowModes(mv.w));
-        if (p.normA && problem.empty()) {
-            uint32_t subgroups = groups(config.threads, std::max(view.subgroupSize, 1u));
-            if (!qxRows && !plainRows) {
-                check.fail(format("normA needs a mat-vec mode that reads the whole row of A in each workgroup, which "
-                                  "this product does not take on '{}' ({}): B transposed, and float weights, or Q8_0, "
-                                  "Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, strideB and offsetB "
-                                  "multiples of 256 weights) on a device with integer dot products (the quantized-x "
-                                  "mode), or Q8_0/Q4_0 rows the mat-vec does not stage",
-                                  view.name,
-                                  mv.columnMode ? std::string("B is not transposed: the column mode")
-                                  : config.staged
-                                    ? std::string("Q8_0/Q4_0 rows staged: no quantized-x mode taken")
-                                    : format("{} rows take the block row mode", elementTypeName(mv.w))));
+        auto qxRowsOf = [&](const MatVecConfig& c) { return intDot && c.qxBlocks != 0 && !mv.columnMode; };
+        auto plainRowsOf = [&](const MatVecConfig& c) {
+            return !mv.columnMode && c.qxBlocks == 0 && !c.staged && (!isQuantized(mv.w) || hasUnitRowModes(mv.w));
+        };
+        // What keeps configuration `c` from running this product (empty:
+        // nothing): the device's limits, and what the fused inputs and
+        // epilogues ask of a workgroup's rows and threads.
+        auto modeProblem = [&](const MatVecConfig& c) -> std::string {
+            std::string problem = matVecProblem(c, view, mv.w);
+            if (!problem.empty()) {
+                return problem;
             }
-            if (subgroups > 64) {
-                problem = format("{} subgroups per workgroup exceed the norm's 64", subgroups);
+            bool qxRows = qxRowsOf(c);
+            if (p.ropeC && c.rows % 2 != 0) {
+                // (ropeWrite: a pair's rows are a workgroup's rows 2i and 2i + 1)
+                return format("ropeC pairs a workgroup's rows, and this configuration gives it {} rows", c.rows);
             }
+            if (p.attentionC) {
+                // (AttentionTail.glsl: a tile's rows in one head; the threads
+                // split into slices of headDim / 4 parts of a V row.)
+                uint32_t headDim = rope.push.headDim;
+                if (headDim % c.rows != 0 || c.threads % (headDim / 4) != 0) {
+                    return format("attentionC counts a workgroup's {} rows into one head of {} and splits its {} "
+                                  "threads by {} parts of 4 values",
+                                  c.rows, headDim, c.threads, headDim / 4);
+                }
+            }
+            if (p.normA && groups(c.threads, std::max(view.subgroupSize, 1u)) > 64) {
+                return format("{} subgroups per workgroup exceed the norm's 64",
+                              groups(c.threads, std::max(view.subgroupSize, 1u)));
+            }
+            if (p.swigluC) {
+                // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
+                // The int-dot build's quantized-x mode, or the float row mode of
+                // float weights (without quantizeC).
+                bool floatRows = plainRowsOf(c) && !isQuantized(mv.w);
+                if ((!qxRows && !floatRows) || p.batch != 1) {
+                    return "swigluC takes the int-dot mat-vec's quantized-x mode or the float row mode of float "
+                           "weights (batch 1)";
+                }
+                if (p.quantizeC && !qxRows) {
+                    return "quantizeC takes the int-dot mat-vec's quantized-x mode";
+                }
+                if (c.rows % 2 != 0 || (p.quantizeC && 32 % (c.rows / 2) != 0)) {
+                    // (quantizeC: a tile's outputs, rows / 2, in one block of 32)
+                    return format("swigluC pairs a workgroup's rows (and quantizeC counts a tile's rows / 2 outputs "
+                                  "into one 32-element block), and this configuration gives it {} rows",
+                                  c.rows);
+                }
+                if (!caps.subgroupShuffle) {
+                    return "swigluC on the mat-vec needs subgroup shuffles";
+                }
+            }
+            if (p.quantizedA && !(qxRows && c.qxBlocks * 32 >= p.k)) {
+                return "quantizedA takes the int-dot mat-vec's quantized-x mode with the row of A whole in shared "
+                       "memory";
+            }
+            return {};
+        };
+        if (config.qxBlocks) {
+            mTuning.kernel = tunedKernelName(TunedKernel::eMatVecQx);
+            mTuning.source = tuneConfig<MatVecConfig>(
+              config, view, tables, TuningQuery{ TunedKernel::eMatVecQx, mv.x, mv.w, 1, push.rows, p.k },
+              "KOMPUTE_ENV_MATVEC_QX",
+              [&](const std::string& text, MatVecConfig& c) { return parseQxConfig(text, view.smCount, c); },
+              modeProblem);
+            mTuning.config = qxConfigText(config, view.smCount);
         }
-        if (p.swigluC && problem.empty()) {
-            // (finishRow pairs a workgroup's rows 2i and 2i + 1.)
-            // The int-dot build's quantized-x mode, or the float row mode of
-            // float weights (without quantizeC).
-            bool floatRows = plainRows && !isQuantized(mv.w);
-            if ((!qxRows && !floatRows) || p.batch != 1) {
-                problem = "swigluC takes the int-dot mat-vec's quantized-x mode or the float row mode of float weights "
-                          "(batch 1)";
-            } else if (p.quantizeC && !qxRows) {
-                problem = "quantizeC takes the int-dot mat-vec's quantized-x mode";
-            } else if (config.rows % 2 != 0 || (p.quantizeC && 32 % (config.rows / 2) != 0)) {
-                // (quantizeC: a tile's outputs, rows / 2, in one block of 32)
-                problem = format("swigluC pairs a workgroup's rows (and quantizeC counts a tile's rows / 2 outputs "
-                                 "into one 32-element block), and this configuration gives it {} rows",
-                                 config.rows);
-            } else if (!caps.subgroupShuffle) {
-                problem = "swigluC on the mat-vec needs subgroup shuffles";
-            }
-        }
-        if (p.quantizedA && problem.empty() && !qxWhole) {
-            problem = "quantizedA takes the int-dot mat-vec's quantized-x mode with the row of A whole in shared memory";
+        std::string problem = modeProblem(config);
+        bool qxRows = qxRowsOf(config);
+        bool plainRows = plainRowsOf(config);
+        if (p.normA && problem.empty() && !qxRows && !plainRows) {
+            check.fail(format("normA needs a mat-vec mode that reads the whole row of A in each workgroup, which "
+                              "this product does not take on '{}' ({}): B transposed, and float weights, or Q8_0, "
+                              "Q4_0, Q4_K or Q5_K rows of whole 16-byte chunks (k, ldb, strideB and offsetB "
+                              "multiples of 256 weights) on a device with integer dot products (the quantized-x "
+                              "mode), or Q8_0/Q4_0 rows the mat-vec does not stage",
+                              view.name,
+                              mv.columnMode ? std::string("B is not transposed: the column mode")
+                              : config.staged
+                                ? std::string("Q8_0/Q4_0 rows staged: no quantized-x mode taken")
+                                : format("{} rows take the block row mode", elementTypeName(mv.w))));
         }
         if (p.chained && problem.empty() && !oneRow) {
             check.fail("chained takes the mat-vec of one row of C (m = 1), not of one column");
@@ -926,17 +929,34 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             if (!candidate.usable || !chooseCoopmat(view, *candidate.shapes, p.m, p.n, p.batch, config)) {
                 continue;
             }
-            overrideCoopmatTile(config, view);
-            overrideCoopmatAhead(config, view);
+            // (swigluC pairs each subgroup's fragment j with fragment j +
+            // FN / 2 in an epilogue that holds both in shared memory.)
+            auto swigluProblem = [&](const CoopmatConfig& c) -> std::string {
+                if (p.swigluC && ((c.wn / c.shape.n) % 2 != 0 ||
+                                  coopmatSharedBytes(c, p.transA, p.transB, true) > view.maxSharedBytes)) {
+                    return "swigluC needs an even count of fragments per subgroup along n and its epilogue in "
+                           "shared memory";
+                }
+                return {};
+            };
+            mTuning.kernel = tunedKernelName(TunedKernel::eCoopmat);
+            mTuning.source = tuneConfig<CoopmatConfig>(
+              config, view, tables, TuningQuery{ TunedKernel::eCoopmat, variant.a, variant.b, p.m, p.n, p.k },
+              "KOMPUTE_ENV_COOPMAT_TILE", parseCoopmatConfig, [&](const CoopmatConfig& c) {
+                  std::string problem = coopmatProblem(c, view);
+                  return problem.empty() ? swigluProblem(c) : problem;
+              });
+            if (overrideCoopmatAhead(config, view)) {
+                mTuning.source = mTuning.source == "rules" ? "KOMPUTE_ENV_COOPMAT_AHEAD"
+                                                           : mTuning.source + ", KOMPUTE_ENV_COOPMAT_AHEAD";
+            }
+            mTuning.config = coopmatConfigText(config);
             config.quantWords = !caps.isDisabled("coopmat-quant-words") &&
                                 coopmatQuantWordsFit(config, variant.b, p.k, p.ldb, p.offsetB, p.strideB, p.batch);
             if (config.quantWords && !coopmatProblem(config, view).empty()) {
                 config.quantWords = false; // its raw words do not fit in shared memory
             }
-            // swigluC pairs each subgroup's fragment j with fragment j + FN / 2
-            // in an epilogue that holds both in shared memory.
-            if (p.swigluC && ((config.wn / config.shape.n) % 2 != 0 ||
-                              coopmatSharedBytes(config, p.transA, p.transB, true) > view.maxSharedBytes)) {
+            if (!swigluProblem(config).empty()) {
                 continue;
             }
             variant.vecA = wideLoads(p.lda, p.strideA, p.offsetA, aCols, p.batch, 8);
@@ -957,6 +977,11 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     }
 
     TiledConfig config = chooseTiled(view, p.m, p.n, p.batch, variant.b);
+    mTuning.kernel = tunedKernelName(TunedKernel::eTiled);
+    mTuning.source = tuneConfig<TiledConfig>(
+      config, view, tables, TuningQuery{ TunedKernel::eTiled, variant.a, variant.b, p.m, p.n, p.k }, nullptr, parseTiledConfig,
+      [&](const TiledConfig& c) { return tiledProblem(c, variant.b, view); });
+    mTuning.config = tiledConfigText(config);
     std::string problem = tiledProblem(config, variant.b, view);
     if (!problem.empty()) {
         check.fail(format("no tile shape of the tiled kernel fits '{}': {}", view.name, problem));

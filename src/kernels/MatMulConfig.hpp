@@ -80,6 +80,7 @@ struct CoopmatShape
 struct DeviceView
 {
     std::string name;
+    std::string driver; // internal::driverVersionText: what tuning tables key
     uint32_t vendorID = 0;
     vk::PhysicalDeviceType type = vk::PhysicalDeviceType::eOther;
     uint32_t subgroupSize = 1;

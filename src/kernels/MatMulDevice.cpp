@@ -2,6 +2,7 @@
 #include "kernels/MatMulDevice.hpp"
 
 #include "internal/Capabilities.hpp"
+#include "internal/DeviceDescription.hpp"
 
 namespace kp {
 namespace kernels {
@@ -36,6 +37,7 @@ matMulDevice(const DeviceCapabilities& table, const vk::PhysicalDeviceProperties
 {
     DeviceView view;
     view.name = caps.deviceName;
+    view.driver = internal::driverVersionText(properties.vendorID, properties.driverVersion);
     view.vendorID = properties.vendorID;
     view.type = properties.deviceType;
     view.maxSharedBytes = caps.maxSharedBytes;

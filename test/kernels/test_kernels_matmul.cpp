@@ -555,6 +555,91 @@ TEST_F(MatMul, QuantizedXMatVecTuningVariants)
     }
 }
 
+// A tuning table (KOMPUTE_ENV_TUNING_FILE; the README, "Tuning tables")
+// replaces the rules' configuration for the products it names on the
+// device it names: the quantized-x mat-vec and the tiled GEMM run with its
+// entries (OpMatMul::tuning() says so, the grid follows) and compute the
+// same results. Within the device's blocks, one that names no driver goes
+// before one of another driver, and the entry with more fields given
+// before a broader one; a GEMM entry's m is the least m it applies to.
+// Another device's block, an entry that does not fit the device (reported),
+// a file that is no table (reported) and KOMPUTE_ENV_DISABLE=tuning-tables
+// leave the rules, and KOMPUTE_ENV_MATVEC_QX still replaces the table's
+// choice.
+TEST_F(MatMul, TuningTableReplacesTheRules)
+{
+    const kp::DeviceCapabilities& caps = mgr().capabilities();
+    if (!caps.integerDotProduct.supported) {
+        GTEST_SKIP() << "'" << caps.deviceName << "' has no integer dot products";
+    }
+    DisablePaths disable("matvec-float,coopmat");
+    std::string device = caps.deviceName;
+    std::string path = ::testing::TempDir() + "kompute_tuning_table.json";
+    auto write = [&](const std::string& text) {
+        std::FILE* file = std::fopen(path.c_str(), "wb");
+        ASSERT_NE(file, nullptr);
+        std::fputs(text.c_str(), file);
+        std::fclose(file);
+    };
+    write(R"({"devices": [
+      {"device": "no such device", "entries": [
+        {"kernel": "matvec-qx", "b": "q4_0", "n": 37, "k": 768, "config": "64:8:1:0:0"}]},
+      {"device": ")" + device + R"(", "driver": "no such driver", "entries": [
+        {"kernel": "matvec-qx", "b": "q4_0", "n": 37, "k": 768, "config": "64:4:1:0:0"}]},
+      {"device": ")" + device + R"(", "entries": [
+        {"kernel": "matvec-qx", "b": "q4_0", "config": "64:8:2:0:0"},
+        {"kernel": "matvec-qx", "b": "q4_0", "n": 37, "k": 768, "config": "32:4:3:1:0"},
+        {"kernel": "matvec-qx", "b": "q8_0", "n": 37, "k": 768, "config": "4096:8:1:0:0"},
+        {"kernel": "tiled", "a": "f32", "b": "f32", "m": 32, "n": 65, "k": 64, "config": "16:16:16:4:4:2"},
+        {"kernel": "tiled", "a": "f32", "b": "f32", "m": 64, "n": 65, "k": 64, "config": "64:64:16:4:4:1"},
+        {"kernel": "winograd", "config": "1:2:3"}]}]})");
+    auto run = [&](const GemmCase& gc) {
+        std::shared_ptr<kp::OpMatMul> op;
+        runGemmCase(mgr(), gc, &op);
+        return op ? op->tuning() : kp::MatMulTuning{};
+    };
+    GemmCase q4{ shape(1, 37, 768, false, true), Elem::F32, Elem::Q4_0, Elem::F32 };
+    GemmCase q4Other{ shape(1, 9, 2304, false, true), Elem::F32, Elem::Q4_0, Elem::F32 };
+    GemmCase q8{ shape(1, 37, 768, false, true), Elem::F32, Elem::Q8_0, Elem::F32 };
+    GemmCase tiled{ shape(33, 65, 64), Elem::F32, Elem::F32, Elem::F32 };
+    const std::string rules = run(q4).config; // no table yet
+    {
+        ScopedEnv table("KOMPUTE_ENV_TUNING_FILE", path.c_str());
+        LogCapture log;
+        kp::MatMulTuning t = run(q4);
+        EXPECT_EQ(t.kernel, "matvec-qx");
+        EXPECT_EQ(t.config, "32:4:3:1:0:0");
+        EXPECT_EQ(t.source, "table " + path + " (device '" + device + "', driver any)");
+        EXPECT_EQ(run(q4Other).config, "64:8:2:0:0:0");
+        t = run(q8);
+        EXPECT_EQ(t.source, "rules");
+        EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "entries[2] (\"4096:8:1:0:0\") is ignored for '" + device));
+        EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "entries[5] is ignored: unknown kernel \"winograd\""));
+        std::shared_ptr<kp::OpMatMul> op;
+        EXPECT_EQ(runGemmCase(mgr(), tiled, &op), "tiled");
+        EXPECT_EQ(op->tuning().config, "16:16:16:4:4:2");
+        EXPECT_EQ(op->algorithms().at(0)->getWorkgroup(), (kp::Workgroup{ 5, 3, 1 }));
+        {
+            DisablePaths off("matvec-float,coopmat,tuning-tables");
+            EXPECT_EQ(run(q4).source, "rules");
+        }
+        {
+            ScopedEnv knob("KOMPUTE_ENV_MATVEC_QX", "32:8:2:0:0");
+            t = run(q4);
+            EXPECT_EQ(t.config, "32:8:2:0:0:0");
+            EXPECT_EQ(t.source, "KOMPUTE_ENV_MATVEC_QX");
+        }
+        write("{\"devices\": [}");
+        t = run(q4);
+        EXPECT_EQ(t.source, "rules");
+        EXPECT_EQ(t.config, rules);
+        EXPECT_TRUE(log.contains(kp::logger::Level::Warn, "KOMPUTE_ENV_TUNING_FILE=" + path + " is ignored: " + path +
+                                                              ": line 1, column 14: expected a value"));
+    }
+    std::remove(path.c_str());
+    EXPECT_EQ(run(q4).source, "rules");
+}
+
 // The quantized-x mode on activations that int8 holds exactly (integers
 // with |x| <= 127, each block's largest 127): its only error is then f32
 // accumulation, so a wrong scale, nibble or block shows (the tolerance of

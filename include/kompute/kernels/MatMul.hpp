@@ -204,6 +204,27 @@ quantizedRowWords(uint32_t k)
     return uint64_t(k) / 32 * 10;
 }
 
+/** The configuration an OpMatMul runs its kernel with, where a tuning
+ * table could have chosen it (OpMatMul::tuning(); the README, "Tuning
+ * tables"). */
+struct MatMulTuning
+{
+    /** "matvec-qx" (the int-dot mat-vec's quantized-x mode), "coopmat"
+     * (the cooperative-matrix GEMM) or "tiled" (the tiled GEMM); empty,
+     * as the other two fields, for the mat-vec's other modes, which no
+     * table tunes. */
+    std::string kernel;
+    /** The configuration in the tables' form, e.g. "256:16:2:1:0:4" for
+     * the mat-vec or "128:128:64:64:32:1:1" for the cooperative-matrix
+     * GEMM. */
+    std::string config;
+    /** Where it came from: "rules" (the library's choice for the device),
+     * "table SOURCE (device 'NAME', driver D)" (an entry of the file
+     * KOMPUTE_ENV_TUNING_FILE names or of a built-in table), or the
+     * KOMPUTE_ENV_ variable that replaced it. */
+    std::string source;
+};
+
 /**
  * Records C = alpha * op(A) * op(B) + beta * C.
  *   A: eFloat, eHalf or eBFloat16; B: the same, or eUnsignedChar GGUF blocks
@@ -221,7 +242,9 @@ quantizedRowWords(uint32_t k)
  * KOMPUTE_ENV_DISABLE=matvec-float takes it wherever the device has them
  * at all),
  * "coopmat-nv", "coopmat-khr", "coopmat-khr-bf16" (cooperative matrices);
- * see the README's kernel table.
+ * see the README's kernel table. tuning() says which configuration of
+ * that kernel runs and where it came from (a per-device tuning table, the
+ * rules, or a KOMPUTE_ENV_ knob).
  * Precision: products are accumulated in f32. An f32 x f32 product is
  * computed in f32 (tiled). Beside a 16-bit or quantized operand, the
  * cooperative-matrix paths round an f32 operand to f16 (to bf16 on the bf16
@@ -252,9 +275,12 @@ class OpMatMul : public KernelOp
 
     /** The parameters, with leading dimensions and strides resolved. */
     const MatMulParams& params() const { return mParams; }
+    /** The configuration of its kernel and where it came from. */
+    const MatMulTuning& tuning() const { return mTuning; }
 
   private:
     MatMulParams mParams;
+    MatMulTuning mTuning;
 };
 
 } // namespace kp

@@ -10,6 +10,10 @@
 // against a host reference on sampled entries.
 //
 //   kompute-kernel-probe [--quick] [--all-paths] [--validate] [--filter TEXT] [--device N]
+//                        [--write-tuning FILE]
+// (--write-tuning: only the tuning sweep (runTuning), and the table of its
+// winners over the rules written to FILE for KOMPUTE_ENV_TUNING_FILE or
+// src/kernels/tuning/; the README, "Tuning tables".)
 // (--all-paths: also the integer dot-product mat-vec where the device
 // supports but does not accelerate it, to check it on lavapipe. --filter:
 // the rows whose label contains TEXT, or one of its '|'-separated parts;
@@ -23,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <random>
@@ -33,11 +38,14 @@
 
 #include <vulkan/vulkan.h>
 
+#include <kompute/DeviceInfo.hpp>
 #include <kompute/Half.hpp>
 #include <kompute/kernels/Quantization.hpp>
 
+#include "internal/DeviceDescription.hpp"
 #include "kernels/CoopmatRewrite.hpp"
 #include "kernels/MatMulConfig.hpp"
+#include "kernels/MatMulTuning.hpp"
 #include "kernels/KernelSupport.hpp"
 
 using namespace kp::kernels::matmul;
@@ -120,6 +128,7 @@ struct Options
     bool validate = false;
     std::string filter;
     uint32_t device = 0;
+    std::string writeTuning; // --write-tuning FILE: the tuning sweep alone, its table into FILE
     // The filter's non-empty '|'-separated parts (one call can pick
     // several groups of rows).
     std::vector<std::string> filterParts() const
@@ -596,6 +605,7 @@ class Context
         }
 
         view.name = props.deviceName;
+        view.driver = kp::internal::driverVersionText(props.vendorID, props.driverVersion);
         view.vendorID = props.vendorID;
         view.type = static_cast<vk::PhysicalDeviceType>(props.deviceType);
         view.subgroupSize = p11.subgroupSize;
@@ -1370,6 +1380,302 @@ coopmatLabel(const char* kind, const GemmProblem& g, const CoopmatConfig& c)
            std::to_string(c.shape.m) + "x" + std::to_string(c.shape.n) + "x" + std::to_string(c.shape.k);
 }
 
+// --- The tuning table (--write-tuning FILE) -------------------------------------
+
+// One case of the tuning sweep: a product the library runs, the rules'
+// configuration for it, and the best of the candidates timed (each checked
+// against the host, as every row of the probe).
+struct TunedCase
+{
+    kp::kernels::matmul::TunedKernel kernel;
+    uint32_t a, b, m, n, k;
+    std::string ruleConfig;
+    double ruleRate = 0;
+    std::string bestConfig;
+    double bestRate = 0;
+    const char* unit = "";
+};
+
+// Times `run` (which adds at most one row to gRows) and keeps its rate in
+// `tuned` as the rules' (isRule) or as the best so far.
+void
+timeCandidate(TunedCase& tuned, const std::string& config, bool isRule, const std::function<void()>& run)
+{
+    size_t before = gRows.size();
+    run();
+    if (gRows.size() == before || !gRows.back().ok) {
+        return; // not run here (does not fit, filtered out) or wrong
+    }
+    const Row& row = gRows.back();
+    tuned.unit = row.unit;
+    if (isRule) {
+        tuned.ruleRate = std::max(tuned.ruleRate, row.rate);
+    }
+    if (row.rate > tuned.bestRate) {
+        tuned.bestRate = row.rate;
+        tuned.bestConfig = config;
+    }
+}
+
+kp::JsonValue tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print = false);
+
+// The sweep behind --write-tuning: the int-dot mat-vec's quantized-x mode
+// on the Llama-8B decode products, the cooperative-matrix GEMM on its
+// prefill products (512 tokens) and at 8192^3, and the tiled GEMM at
+// 8192^3 in f32, each against the rules' choice; the table of the cases
+// where a candidate beat the rules by more than 2% (less is within the
+// noise of one call: the rules keep those), in the form
+// kernels/MatMulTuning.hpp reads (the README, "Tuning tables"), is
+// written to `path` after every case, so that a run cut off keeps what it
+// measured. The rules' configuration is timed first and again last (the
+// better kept), after a warm-up: making a case's host data idles the GPU,
+// whose next row ran at a quarter of its speed in the first H100 sweep.
+std::vector<TunedCase>
+runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::string& path)
+{
+    using kp::kernels::matmul::TunedKernel;
+    std::vector<TunedCase> cases;
+    const uint32_t sms = std::max(ctx.view.smCount, 1u);
+    const uint32_t scale = options.quick ? 16 : 1;
+    auto afterData = [&] { warmUp.run(options.quick ? 0.02 : 1.0); };
+    auto finish = [&](const TunedCase& tuned) {
+        cases.push_back(tuned);
+        std::ofstream out(path, std::ios::binary);
+        out << tuningTable(ctx, cases).toJson(2) << "\n";
+        if (!out) {
+            throw std::runtime_error("could not write " + path);
+        }
+    };
+
+    // Mat-vec: a layer's products (the gate and up together, the down, the
+    // query/key/value, the attention output). (Not the output's 128256
+    // rows: its host data alone would take a minute of the call.)
+    bool intDotRuns = ctx.intDot || (options.allPaths && ctx.intDotSupported);
+    for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{
+           { 28672, 4096 }, { 4096, 14336 }, { 6144, 4096 }, { 4096, 4096 } }) {
+        if (!intDotRuns) {
+            break;
+        }
+        uint32_t rows = shape.first / scale, k = shape.second / scale;
+        if (k % 256 != 0) {
+            k = (k / 256 + 1) * 256; // whole super-blocks and groups of 8 blocks
+        }
+        for (uint32_t w : { kQ4_0X8, kQ8_0, kQ8_0X8, kQ4_K, kQ5_K }) {
+            MatVecConfig rule = chooseMatVec(ctx.view, rows, w, false, false, true, k);
+            if (!rule.qxBlocks) {
+                continue;
+            }
+            TunedCase tuned{ TunedKernel::eMatVecQx, kF32, w, 1, rows, k, kp::kernels::matmul::qxConfigText(rule, sms) };
+            std::vector<MatVecConfig> candidates = { rule };
+            for (uint32_t threads : { 128u, 256u }) {
+                for (uint32_t r : { 8u, 16u, 32u }) {
+                    for (uint32_t perSm : { 2u, 4u }) {
+                        for (uint32_t prefetch : { 0u, 1u }) {
+                            for (uint32_t interleave : isGrouped(w) ? std::vector<uint32_t>{ 4u, 8u }
+                                                                    : std::vector<uint32_t>{ 0u }) {
+                                MatVecConfig c = rule;
+                                c.threads = threads;
+                                c.rows = r;
+                                c.maxGroups = perSm * sms;
+                                c.prefetch = prefetch;
+                                c.stage = false;
+                                c.interleave = interleave;
+                                candidates.push_back(c);
+                            }
+                        }
+                    }
+                }
+            }
+            candidates.push_back(rule); // (timed again last)
+            MatVecData data(ctx, rows, k, w);
+            afterData();
+            std::set<std::string> seen;
+            for (size_t i = 0; i < candidates.size(); ++i) {
+                std::string text = kp::kernels::matmul::qxConfigText(candidates[i], sms);
+                bool isRule = text == tuned.ruleConfig;
+                if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
+                    continue;
+                }
+                timeCandidate(tuned, text, isRule,
+                              [&] { runMatVec(ctx, options, rows, k, w, data, candidates[i], true); });
+            }
+            data.release(ctx);
+            finish(tuned);
+        }
+    }
+
+    // Cooperative-matrix GEMM, on the form the library takes (KHR where
+    // the device has it), f16 rows into the weights as the runner's prompt
+    // steps multiply them.
+    const bool khr = ctx.khr && !ctx.khrF16.empty();
+    const std::vector<CoopmatShape>& shapes = khr ? ctx.khrF16 : ctx.nvF16;
+    if ((ctx.khr || ctx.nv) && !shapes.empty()) {
+        uint32_t tokens = options.quick ? 64 : 512;
+        std::vector<GemmProblem> products;
+        for (uint32_t w : { kF16, kQ8_0, kQ4_0X8 }) {
+            for (auto shape : std::vector<std::pair<uint32_t, uint32_t>>{
+                   { 6144, 4096 }, { 14336, 4096 }, { 4096, 14336 }, { 4096, 4096 } }) {
+                products.push_back({ tokens, shape.first / scale, shape.second / scale, true, kF16, w, kF32 });
+            }
+        }
+        uint32_t big = options.quick ? 256 : 8192;
+        products.push_back({ big, big, big, false, kF16, kF16, kF32 });
+        std::vector<std::pair<uint32_t, uint32_t>> subgroupTiles = { { 64, 32 }, { 64, 64 }, { 32, 32 }, { 32, 64 } };
+        std::vector<std::array<uint32_t, 3>> workgroupTiles = { { 128, 128, 64 }, { 128, 128, 32 }, { 128, 256, 32 },
+                                                                { 256, 128, 32 }, { 64, 64, 32 },   { 64, 64, 64 } };
+        for (const GemmProblem& g : products) {
+            CoopmatConfig rule;
+            if (!chooseCoopmat(ctx.view, shapes, g.m, g.n, 1, rule)) {
+                continue;
+            }
+            TunedCase tuned{ TunedKernel::eCoopmat, g.a, g.b, g.m, g.n, g.k,
+                             kp::kernels::matmul::coopmatConfigText(rule) };
+            // The tiles with one tile of loads in flight, and the rules'
+            // tile with 2 and 3 (each count is a build the driver compiles
+            // for seconds: not every tile's).
+            std::vector<CoopmatConfig> candidates = { rule };
+            for (uint32_t ahead : { 2u, 3u }) {
+                CoopmatConfig c = rule;
+                c.loadAhead = ahead;
+                candidates.push_back(c);
+            }
+            // (One shared stage: two lost on every product of the first
+            // H100 sweep, and of the probe's before it.)
+            for (const auto& t : workgroupTiles) {
+                for (const auto& [wm, wn] : subgroupTiles) {
+                    CoopmatConfig c = rule;
+                    c.bm = t[0];
+                    c.bn = t[1];
+                    c.bk = t[2];
+                    c.wm = wm;
+                    c.wn = wn;
+                    c.doubleBuffer = false;
+                    c.loadAhead = 1;
+                    if (coopmatProblem(c, ctx.view).empty()) {
+                        candidates.push_back(c);
+                    }
+                }
+            }
+            candidates.push_back(rule); // (timed again last)
+            GemmData data(ctx, g);
+            afterData();
+            std::set<std::string> seen;
+            for (size_t i = 0; i < candidates.size(); ++i) {
+                CoopmatConfig c = candidates[i];
+                std::string text = kp::kernels::matmul::coopmatConfigText(c);
+                bool isRule = text == tuned.ruleConfig;
+                if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
+                    continue;
+                }
+                // As OpMatMul: Q8_0/Q4_0 B as words where the tile takes them.
+                c.quantWords = coopmatQuantWordsFit(c, g.b, g.k, g.k, 0, 0, 1);
+                if (c.quantWords && !coopmatProblem(c, ctx.view).empty()) {
+                    c.quantWords = false;
+                }
+                GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
+                uint32_t tile[2] = { c.bm, c.bn };
+                auto spirv = kp::kernels::builtinSpirv(coopmatVariant(c));
+                if (khr) {
+                    spirv = kp::internal::coopmatNvToKhr(spirv, false);
+                }
+                timeCandidate(tuned, text, isRule, [&] {
+                    runGemm(ctx, options, "tune " + coopmatLabel(khr ? "khr" : "nv", g, c) + " " + text, g, data,
+                            spirv, coopmatSpecialization(c, v, false), tile, true);
+                });
+            }
+            data.release(ctx);
+            finish(tuned);
+        }
+    }
+
+    // Tiled GEMM in f32 (no tensor cores).
+    {
+        uint32_t big = options.quick ? 256 : 8192;
+        GemmProblem g{ big, big, big, false, kF32, kF32, kF32 };
+        TiledConfig rule = chooseTiled(ctx.view, g.m, g.n, 1, kF32);
+        TunedCase tuned{ TunedKernel::eTiled, kF32, kF32, g.m, g.n, g.k, kp::kernels::matmul::tiledConfigText(rule) };
+        std::vector<TiledConfig> candidates = { rule };
+        for (auto t : std::vector<TiledConfig>{ { 128, 128, 8, 8, 8 }, { 128, 128, 16, 8, 8 }, { 128, 64, 16, 8, 4 },
+                                                 { 64, 128, 16, 4, 8 }, { 64, 64, 16, 4, 4 }, { 32, 32, 16, 4, 4 } }) {
+            for (bool db : { false, true }) {
+                t.doubleBuffer = db;
+                if (tiledProblem(t, kF32, ctx.view).empty()) {
+                    candidates.push_back(t);
+                }
+            }
+        }
+        candidates.push_back(rule); // (timed again last)
+        GemmData data(ctx, g);
+        afterData();
+        std::set<std::string> seen;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+            const TiledConfig& t = candidates[i];
+            std::string text = kp::kernels::matmul::tiledConfigText(t);
+            bool isRule = text == tuned.ruleConfig;
+            if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
+                continue;
+            }
+            GemmVariant v{ kF32, kF32, kF32, false, false, true, true };
+            uint32_t tile[2] = { t.bm, t.bn };
+            timeCandidate(tuned, text, isRule, [&] {
+                runGemm(ctx, options, "tune gemm tiled " + std::to_string(big) + "^3 f32 " + text, g, data,
+                        kp::kernels::builtinSpirv("matmul_tiled"), tiledSpecialization(t, v), tile, false);
+            });
+        }
+        data.release(ctx);
+        finish(tuned);
+    }
+    return cases;
+}
+
+// The table of the cases where a candidate beat the rules by more than 2%
+// (`print`: each case's verdict on stdout too).
+kp::JsonValue
+tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print)
+{
+    kp::JsonValue entries = kp::JsonValue::array();
+    for (const TunedCase& c : cases) {
+        bool beats = !c.bestConfig.empty() && c.bestConfig != c.ruleConfig &&
+                     (c.ruleRate == 0 || c.bestRate > c.ruleRate * 1.02);
+        if (print) {
+            std::printf("tuning %-10s %s x %s %ux%ux%u: rules %s %.2f, best %s %.2f %s%s\n",
+                        kp::kernels::matmul::tunedKernelName(c.kernel), elementTypeName(c.a), elementTypeName(c.b),
+                        c.m, c.n, c.k, c.ruleConfig.c_str(), c.ruleRate, c.bestConfig.c_str(), c.bestRate, c.unit,
+                        beats ? ": written" : "");
+        }
+        if (!beats) {
+            continue;
+        }
+        kp::JsonValue entry = kp::JsonValue::object();
+        entry.set("kernel", kp::kernels::matmul::tunedKernelName(c.kernel));
+        if (c.kernel != kp::kernels::matmul::TunedKernel::eMatVecQx) {
+            entry.set("a", elementTypeName(c.a));
+        }
+        entry.set("b", elementTypeName(c.b));
+        if (c.kernel != kp::kernels::matmul::TunedKernel::eMatVecQx) {
+            entry.set("m", c.m);
+        }
+        entry.set("n", c.n);
+        entry.set("k", c.k);
+        entry.set("config", c.bestConfig);
+        // (What the probe measured, for whoever reads the table.)
+        entry.set("rate", std::round(c.bestRate * 100) / 100);
+        entry.set("rules", c.ruleConfig);
+        entry.set("rules_rate", std::round(c.ruleRate * 100) / 100);
+        entry.set("unit", c.unit);
+        entries.push(entry);
+    }
+    kp::JsonValue device = kp::JsonValue::object();
+    device.set("device", ctx.view.name);
+    device.set("driver", ctx.view.driver);
+    device.set("entries", entries);
+    kp::JsonValue table = kp::JsonValue::object();
+    table.set("kompute_tuning", 1);
+    table.set("measured_by", "kompute-kernel-probe --write-tuning");
+    table.set("devices", kp::JsonValue(kp::JsonValue::Array{ device }));
+    return table;
+}
+
 } // namespace
 
 int
@@ -1388,8 +1694,11 @@ main(int argc, char** argv)
             options.filter = argv[++i];
         } else if (arg == "--device" && i + 1 < argc) {
             options.device = static_cast<uint32_t>(std::atoi(argv[++i]));
+        } else if (arg == "--write-tuning" && i + 1 < argc) {
+            options.writeTuning = argv[++i];
         } else {
-            std::fprintf(stderr, "usage: kompute-kernel-probe [--quick] [--all-paths] [--validate] [--filter TEXT] [--device N]\n");
+            std::fprintf(stderr, "usage: kompute-kernel-probe [--quick] [--all-paths] [--validate] [--filter TEXT] "
+                                 "[--device N] [--write-tuning FILE]\n");
             return 2;
         }
     }
@@ -1416,6 +1725,13 @@ main(int argc, char** argv)
                 warmUp.run(busy);
             }
         };
+        if (!options.writeTuning.empty()) {
+            // The tuning sweep alone, its table written as the cases end.
+            std::vector<TunedCase> cases = runTuning(ctx, options, warmUp, options.writeTuning);
+            tuningTable(ctx, cases, true); // (prints each case's verdict)
+            std::printf("tuning table written to %s\n", options.writeTuning.c_str());
+            return gValidationMessages == 0 ? 0 : 1;
+        }
         auto coopmatSpirv = [](const CoopmatConfig& c, bool khr, bool bf16) {
             auto nv = kp::kernels::builtinSpirv(coopmatVariant(c));
             return khr ? kp::internal::coopmatNvToKhr(nv, bf16) : nv;

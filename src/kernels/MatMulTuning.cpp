@@ -117,10 +117,11 @@ readEntry(const JsonValue& value, const std::string& where)
         if (!size) {
             continue;
         }
-        if (!(size->isUnsigned() || size->isInt()) || size->asInt() < 1 || size->asInt() > UINT32_MAX) {
+        // (Negative integers are held as signed values, the others unsigned.)
+        if (!size->isUnsigned() || size->asUnsigned() < 1 || size->asUnsigned() > UINT32_MAX) {
             throw Error(format("\"{}\" must be a size from 1 to 2^32 - 1", name));
         }
-        uint32_t v = static_cast<uint32_t>(size->asInt());
+        uint32_t v = static_cast<uint32_t>(size->asUnsigned());
         (name[0] == 'm' ? entry.m : name[0] == 'n' ? entry.n : entry.k) = v;
     }
     return entry;

@@ -86,7 +86,10 @@ TEST(TuningTable, ReadsEntriesAndReportsWhatItLeavesOut)
         {"kernel": "matvec-qx", "b": "q9_9", "config": "256:16:2:1:0"},
         {"kernel": "matvec-qx", "n": 0, "config": "256:16:2:1:0"},
         {"config": "256:16:2:1:0"},
-        "not an entry"]},
+        "not an entry",
+        {"kernel": "matvec-qx", "k": 18446744073709551615, "config": "256:16:2:1:0"},
+        {"kernel": "matvec-qx", "k": -4096, "config": "256:16:2:1:0"},
+        {"kernel": "matvec-qx", "k": 4096.5, "config": "256:16:2:1:0"}]},
       {"device": 7, "entries": []}]})",
                                         "t.json");
     EXPECT_EQ(table.source, "t.json");
@@ -109,6 +112,9 @@ TEST(TuningTable, ReadsEntriesAndReportsWhatItLeavesOut)
                               "entries[7] is ignored: \"n\" must be a size from 1",
                               "entries[8] is ignored: an entry needs \"kernel\" and \"config\" strings",
                               "entries[9] is ignored: not an object",
+                              "entries[10] is ignored: \"k\" must be a size from 1",
+                              "entries[11] is ignored: \"k\" must be a size from 1",
+                              "entries[12] is ignored: \"k\" must be a size from 1",
                               "t.json: devices[1] is ignored: a device needs a \"device\" name" }) {
         EXPECT_TRUE(log.contains(kp::logger::Level::Warn, left)) << left;
     }

@@ -1417,6 +1417,32 @@ timeCandidate(TunedCase& tuned, const std::string& config, bool isRule, const st
     }
 }
 
+// Times the rules' configuration first, each of `candidates` (a
+// configuration timed once: repeats are passed over), and the rules' again
+// last, each with `run(config, text)`, where `text(config)` is the
+// configuration as the table writes it.
+template<typename Config>
+void
+timeCandidates(TunedCase& tuned,
+               const Config& rule,
+               const std::vector<Config>& candidates,
+               const std::function<std::string(const Config&)>& text,
+               const std::function<void(const Config&, const std::string&)>& run)
+{
+    std::vector<Config> order = { rule };
+    order.insert(order.end(), candidates.begin(), candidates.end());
+    order.push_back(rule);
+    std::set<std::string> seen;
+    for (size_t i = 0; i < order.size(); ++i) {
+        std::string t = text(order[i]);
+        bool isRule = t == tuned.ruleConfig;
+        if (!seen.insert(t).second && !(isRule && i + 1 == order.size())) {
+            continue;
+        }
+        timeCandidate(tuned, t, isRule, [&] { run(order[i], t); });
+    }
+}
+
 kp::JsonValue tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print = false);
 
 // The sweep behind --write-tuning: the int-dot mat-vec's quantized-x mode
@@ -1466,7 +1492,7 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                 continue;
             }
             TunedCase tuned{ TunedKernel::eMatVecQx, kF32, w, 1, rows, k, kp::kernels::matmul::qxConfigText(rule, sms) };
-            std::vector<MatVecConfig> candidates = { rule };
+            std::vector<MatVecConfig> candidates;
             for (uint32_t threads : { 128u, 256u }) {
                 for (uint32_t r : { 8u, 16u, 32u }) {
                     for (uint32_t perSm : { 2u, 4u }) {
@@ -1486,19 +1512,12 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                     }
                 }
             }
-            candidates.push_back(rule); // (timed again last)
             MatVecData data(ctx, rows, k, w);
             afterData();
-            std::set<std::string> seen;
-            for (size_t i = 0; i < candidates.size(); ++i) {
-                std::string text = kp::kernels::matmul::qxConfigText(candidates[i], sms);
-                bool isRule = text == tuned.ruleConfig;
-                if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
-                    continue;
-                }
-                timeCandidate(tuned, text, isRule,
-                              [&] { runMatVec(ctx, options, rows, k, w, data, candidates[i], true); });
-            }
+            timeCandidates<MatVecConfig>(
+              tuned, rule, candidates,
+              [&](const MatVecConfig& c) { return kp::kernels::matmul::qxConfigText(c, sms); },
+              [&](const MatVecConfig& c, const std::string&) { runMatVec(ctx, options, rows, k, w, data, c, true); });
             data.release(ctx);
             finish(tuned);
         }
@@ -1533,7 +1552,7 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
             // The tiles with one tile of loads in flight, and the rules'
             // tile with 2 and 3 (each count is a build the driver compiles
             // for seconds: not every tile's).
-            std::vector<CoopmatConfig> candidates = { rule };
+            std::vector<CoopmatConfig> candidates;
             for (uint32_t ahead : { 2u, 3u }) {
                 CoopmatConfig c = rule;
                 c.loadAhead = ahead;
@@ -1556,33 +1575,25 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                     }
                 }
             }
-            candidates.push_back(rule); // (timed again last)
             GemmData data(ctx, g);
             afterData();
-            std::set<std::string> seen;
-            for (size_t i = 0; i < candidates.size(); ++i) {
-                CoopmatConfig c = candidates[i];
-                std::string text = kp::kernels::matmul::coopmatConfigText(c);
-                bool isRule = text == tuned.ruleConfig;
-                if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
-                    continue;
-                }
-                // As OpMatMul: Q8_0/Q4_0 B as words where the tile takes them.
-                c.quantWords = coopmatQuantWordsFit(c, g.b, g.k, g.k, 0, 0, 1);
-                if (c.quantWords && !coopmatProblem(c, ctx.view).empty()) {
-                    c.quantWords = false;
-                }
-                GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
-                uint32_t tile[2] = { c.bm, c.bn };
-                auto spirv = kp::kernels::builtinSpirv(coopmatVariant(c));
-                if (khr) {
-                    spirv = kp::internal::coopmatNvToKhr(spirv, false);
-                }
-                timeCandidate(tuned, text, isRule, [&] {
-                    runGemm(ctx, options, "tune " + coopmatLabel(khr ? "khr" : "nv", g, c) + " " + text, g, data,
-                            spirv, coopmatSpecialization(c, v, false), tile, true);
-                });
-            }
+            timeCandidates<CoopmatConfig>(
+              tuned, rule, candidates, kp::kernels::matmul::coopmatConfigText,
+              [&](CoopmatConfig c, const std::string& text) {
+                  // As OpMatMul: Q8_0/Q4_0 B as words where the tile takes them.
+                  c.quantWords = coopmatQuantWordsFit(c, g.b, g.k, g.k, 0, 0, 1);
+                  if (c.quantWords && !coopmatProblem(c, ctx.view).empty()) {
+                      c.quantWords = false;
+                  }
+                  GemmVariant v{ g.a, g.b, g.c, false, g.transB, true, !isQuantized(g.b) };
+                  uint32_t tile[2] = { c.bm, c.bn };
+                  auto spirv = kp::kernels::builtinSpirv(coopmatVariant(c));
+                  if (khr) {
+                      spirv = kp::internal::coopmatNvToKhr(spirv, false);
+                  }
+                  runGemm(ctx, options, "tune " + coopmatLabel(khr ? "khr" : "nv", g, c) + " " + text, g, data, spirv,
+                          coopmatSpecialization(c, v, false), tile, true);
+              });
             data.release(ctx);
             finish(tuned);
         }
@@ -1594,7 +1605,7 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
         GemmProblem g{ big, big, big, false, kF32, kF32, kF32 };
         TiledConfig rule = chooseTiled(ctx.view, g.m, g.n, 1, kF32);
         TunedCase tuned{ TunedKernel::eTiled, kF32, kF32, g.m, g.n, g.k, kp::kernels::matmul::tiledConfigText(rule) };
-        std::vector<TiledConfig> candidates = { rule };
+        std::vector<TiledConfig> candidates;
         for (auto t : std::vector<TiledConfig>{ { 128, 128, 8, 8, 8 }, { 128, 128, 16, 8, 8 }, { 128, 64, 16, 8, 4 },
                                                  { 64, 128, 16, 4, 8 }, { 64, 64, 16, 4, 4 }, { 32, 32, 16, 4, 4 } }) {
             for (bool db : { false, true }) {
@@ -1604,24 +1615,16 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                 }
             }
         }
-        candidates.push_back(rule); // (timed again last)
         GemmData data(ctx, g);
         afterData();
-        std::set<std::string> seen;
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            const TiledConfig& t = candidates[i];
-            std::string text = kp::kernels::matmul::tiledConfigText(t);
-            bool isRule = text == tuned.ruleConfig;
-            if (!seen.insert(text).second && !(isRule && i + 1 == candidates.size())) {
-                continue;
-            }
-            GemmVariant v{ kF32, kF32, kF32, false, false, true, true };
-            uint32_t tile[2] = { t.bm, t.bn };
-            timeCandidate(tuned, text, isRule, [&] {
-                runGemm(ctx, options, "tune gemm tiled " + std::to_string(big) + "^3 f32 " + text, g, data,
-                        kp::kernels::builtinSpirv("matmul_tiled"), tiledSpecialization(t, v), tile, false);
-            });
-        }
+        timeCandidates<TiledConfig>(
+          tuned, rule, candidates, kp::kernels::matmul::tiledConfigText,
+          [&](const TiledConfig& t, const std::string& text) {
+              GemmVariant v{ kF32, kF32, kF32, false, false, true, true };
+              uint32_t tile[2] = { t.bm, t.bn };
+              runGemm(ctx, options, "tune gemm tiled " + std::to_string(big) + "^3 f32 " + text, g, data,
+                      kp::kernels::builtinSpirv("matmul_tiled"), tiledSpecialization(t, v), tile, false);
+          });
         data.release(ctx);
         finish(tuned);
     }

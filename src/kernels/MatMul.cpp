@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "kernels/CoopmatRewrite.hpp"
 #include "kernels/KernelSupport.hpp"
@@ -524,9 +525,17 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
 
     mParams = p;
 
-    // The tuning tables ("tuning-tables" turns them off: the rules alone).
-    const std::vector<std::shared_ptr<const TuningTable>> tables =
-      check.caps().isDisabled("tuning-tables") ? std::vector<std::shared_ptr<const TuningTable>>{} : tuningTables();
+    // The tuning tables ("tuning-tables" turns them off: the rules alone),
+    // read where a kernel is tuned: a product that no table tunes does not
+    // pay for the file's check (tuningTables stats it).
+    std::optional<std::vector<std::shared_ptr<const TuningTable>>> tablesRead;
+    auto tables = [&]() -> const std::vector<std::shared_ptr<const TuningTable>>& {
+        if (!tablesRead) {
+            tablesRead = check.caps().isDisabled("tuning-tables") ? std::vector<std::shared_ptr<const TuningTable>>{}
+                                                                  : tuningTables();
+        }
+        return *tablesRead;
+    };
 
     // --- Mat-vec: one row (or one column) of C ----------------------------------
     // (swigluC: the int-dot mat-vec only, below; else the GEMM kernels.)
@@ -650,7 +659,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
         if (config.qxBlocks) {
             mTuning.kernel = tunedKernelName(TunedKernel::eMatVecQx);
             mTuning.source = tuneConfig<MatVecConfig>(
-              config, view, tables, TuningQuery{ TunedKernel::eMatVecQx, mv.x, mv.w, 1, push.rows, p.k },
+              config, view, tables(), TuningQuery{ TunedKernel::eMatVecQx, mv.x, mv.w, 1, push.rows, p.k },
               "KOMPUTE_ENV_MATVEC_QX",
               [&](const std::string& text, MatVecConfig& c) { return parseQxConfig(text, view.smCount, c); },
               modeProblem);
@@ -941,7 +950,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
             };
             mTuning.kernel = tunedKernelName(TunedKernel::eCoopmat);
             mTuning.source = tuneConfig<CoopmatConfig>(
-              config, view, tables, TuningQuery{ TunedKernel::eCoopmat, variant.a, variant.b, p.m, p.n, p.k },
+              config, view, tables(), TuningQuery{ TunedKernel::eCoopmat, variant.a, variant.b, p.m, p.n, p.k },
               "KOMPUTE_ENV_COOPMAT_TILE", parseCoopmatConfig, [&](const CoopmatConfig& c) {
                   std::string problem = coopmatProblem(c, view);
                   return problem.empty() ? swigluProblem(c) : problem;
@@ -979,7 +988,7 @@ OpMatMul::OpMatMul(const std::vector<std::shared_ptr<Memory>>& memObjects, const
     TiledConfig config = chooseTiled(view, p.m, p.n, p.batch, variant.b);
     mTuning.kernel = tunedKernelName(TunedKernel::eTiled);
     mTuning.source = tuneConfig<TiledConfig>(
-      config, view, tables, TuningQuery{ TunedKernel::eTiled, variant.a, variant.b, p.m, p.n, p.k }, nullptr, parseTiledConfig,
+      config, view, tables(), TuningQuery{ TunedKernel::eTiled, variant.a, variant.b, p.m, p.n, p.k }, nullptr, parseTiledConfig,
       [&](const TiledConfig& c) { return tiledProblem(c, variant.b, view); });
     mTuning.config = tiledConfigText(config);
     std::string problem = tiledProblem(config, variant.b, view);

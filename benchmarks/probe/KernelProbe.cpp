@@ -30,6 +30,8 @@
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
+#include <memory>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -1633,13 +1635,18 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
 
 // The table of the cases where a candidate beat the rules by more than 2%
 // (`print`: each case's verdict on stdout too).
+bool
+beatsRules(const TunedCase& c)
+{
+    return !c.bestConfig.empty() && c.bestConfig != c.ruleConfig && (c.ruleRate == 0 || c.bestRate > c.ruleRate * 1.02);
+}
+
 kp::JsonValue
 tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print)
 {
     kp::JsonValue entries = kp::JsonValue::array();
     for (const TunedCase& c : cases) {
-        bool beats = !c.bestConfig.empty() && c.bestConfig != c.ruleConfig &&
-                     (c.ruleRate == 0 || c.bestRate > c.ruleRate * 1.02);
+        bool beats = beatsRules(c);
         if (print) {
             std::printf("tuning %-10s %s x %s %ux%ux%u: rules %s %.2f, best %s %.2f %s%s\n",
                         kp::kernels::matmul::tunedKernelName(c.kernel), elementTypeName(c.a), elementTypeName(c.b),
@@ -1677,6 +1684,35 @@ tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print)
     table.set("measured_by", "kompute-kernel-probe --write-tuning");
     table.set("devices", kp::JsonValue(kp::JsonValue::Array{ device }));
     return table;
+}
+
+// The table at `path` as the library reads it: each entry written must
+// come back as the one the library picks for its product on this device,
+// or the table would be passed over without a word where it matters.
+// Returns what does not (empty: all of it); a file that is no table throws.
+std::string
+tableReadsBack(const Context& ctx, const std::vector<TunedCase>& cases, const std::string& path)
+{
+    using namespace kp::kernels::matmul;
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::shared_ptr<const TuningTable>> tables = { std::make_shared<const TuningTable>(
+      readTuningTable(text, path)) };
+    for (const TunedCase& c : cases) {
+        if (!beatsRules(c)) {
+            continue;
+        }
+        auto found = findTuning(tables, ctx.view, TuningQuery{ c.kernel, c.a, c.b, c.m, c.n, c.k },
+                                [](const std::string&) { return std::string(); });
+        if (!found || found->config != c.bestConfig) {
+            char what[256];
+            std::snprintf(what, sizeof(what), "the %s entry for %s x %s %ux%ux%u (\"%s\") reads back as %s",
+                          tunedKernelName(c.kernel), elementTypeName(c.a), elementTypeName(c.b), c.m, c.n, c.k,
+                          c.bestConfig.c_str(), found ? ("\"" + found->config + "\"").c_str() : "no entry");
+            return what;
+        }
+    }
+    return {};
 }
 
 } // namespace
@@ -1732,7 +1768,12 @@ main(int argc, char** argv)
             // The tuning sweep alone, its table written as the cases end.
             std::vector<TunedCase> cases = runTuning(ctx, options, warmUp, options.writeTuning);
             tuningTable(ctx, cases, true); // (prints each case's verdict)
-            std::printf("tuning table written to %s\n", options.writeTuning.c_str());
+            std::string problem = tableReadsBack(ctx, cases, options.writeTuning);
+            if (!problem.empty()) {
+                std::fprintf(stderr, "kompute-kernel-probe: %s: %s\n", options.writeTuning.c_str(), problem.c_str());
+                return 1;
+            }
+            std::printf("tuning table written to %s (read back: every entry found)\n", options.writeTuning.c_str());
             return gValidationMessages == 0 ? 0 : 1;
         }
         auto coopmatSpirv = [](const CoopmatConfig& c, bool khr, bool bf16) {

@@ -1466,14 +1466,18 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
     const uint32_t sms = std::max(ctx.view.smCount, 1u);
     const uint32_t scale = options.quick ? 16 : 1;
     auto afterData = [&] { warmUp.run(options.quick ? 0.02 : 1.0); };
-    auto finish = [&](const TunedCase& tuned) {
-        cases.push_back(tuned);
+    auto write = [&] {
         std::ofstream out(path, std::ios::binary);
         out << tuningTable(ctx, cases).toJson(2) << "\n";
         if (!out) {
             throw std::runtime_error("could not write " + path);
         }
     };
+    auto finish = [&](const TunedCase& tuned) {
+        cases.push_back(tuned);
+        write();
+    };
+    write(); // (a table of no entries, until the first case ends)
 
     // Mat-vec: a layer's products (the gate and up together, the down, the
     // query/key/value, the attention output). (Not the output's 128256
@@ -1494,6 +1498,9 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                 continue;
             }
             TunedCase tuned{ TunedKernel::eMatVecQx, kF32, w, 1, rows, k, kp::kernels::matmul::qxConfigText(rule, sms) };
+            if (!options.selects(matVecName(ctx, rows, k, w, rule, true))) {
+                continue; // (--filter leaves the rules' row out: nothing to beat, and no data made)
+            }
             std::vector<MatVecConfig> candidates;
             for (uint32_t threads : { 128u, 256u }) {
                 for (uint32_t r : { 8u, 16u, 32u }) {
@@ -1551,6 +1558,12 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
             }
             TunedCase tuned{ TunedKernel::eCoopmat, g.a, g.b, g.m, g.n, g.k,
                              kp::kernels::matmul::coopmatConfigText(rule) };
+            auto label = [&](const CoopmatConfig& c, const std::string& text) {
+                return "tune " + coopmatLabel(khr ? "khr" : "nv", g, c) + " " + text;
+            };
+            if (!options.selects(label(rule, tuned.ruleConfig))) {
+                continue; // (as the mat-vec's)
+            }
             // The tiles with one tile of loads in flight, and the rules'
             // tile with 2 and 3 (each count is a build the driver compiles
             // for seconds: not every tile's).
@@ -1593,8 +1606,7 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
                   if (khr) {
                       spirv = kp::internal::coopmatNvToKhr(spirv, false);
                   }
-                  runGemm(ctx, options, "tune " + coopmatLabel(khr ? "khr" : "nv", g, c) + " " + text, g, data, spirv,
-                          coopmatSpecialization(c, v, false), tile, true);
+                  runGemm(ctx, options, label(c, text), g, data, spirv, coopmatSpecialization(c, v, false), tile, true);
               });
             data.release(ctx);
             finish(tuned);
@@ -1607,6 +1619,10 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
         GemmProblem g{ big, big, big, false, kF32, kF32, kF32 };
         TiledConfig rule = chooseTiled(ctx.view, g.m, g.n, 1, kF32);
         TunedCase tuned{ TunedKernel::eTiled, kF32, kF32, g.m, g.n, g.k, kp::kernels::matmul::tiledConfigText(rule) };
+        auto label = [&](const std::string& text) { return "tune gemm tiled " + std::to_string(big) + "^3 f32 " + text; };
+        if (!options.selects(label(tuned.ruleConfig))) {
+            return cases; // (as the mat-vec's)
+        }
         std::vector<TiledConfig> candidates;
         for (auto t : std::vector<TiledConfig>{ { 128, 128, 8, 8, 8 }, { 128, 128, 16, 8, 8 }, { 128, 64, 16, 8, 4 },
                                                  { 64, 128, 16, 4, 8 }, { 64, 64, 16, 4, 4 }, { 32, 32, 16, 4, 4 } }) {
@@ -1624,8 +1640,8 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
           [&](const TiledConfig& t, const std::string& text) {
               GemmVariant v{ kF32, kF32, kF32, false, false, true, true };
               uint32_t tile[2] = { t.bm, t.bn };
-              runGemm(ctx, options, "tune gemm tiled " + std::to_string(big) + "^3 f32 " + text, g, data,
-                      kp::kernels::builtinSpirv("matmul_tiled"), tiledSpecialization(t, v), tile, false);
+              runGemm(ctx, options, label(text), g, data, kp::kernels::builtinSpirv("matmul_tiled"),
+                      tiledSpecialization(t, v), tile, false);
           });
         data.release(ctx);
         finish(tuned);

@@ -1649,14 +1649,16 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
     return cases;
 }
 
-// The table of the cases where a candidate beat the rules by more than 2%
-// (`print`: each case's verdict on stdout too).
+// Whether a case's best beat the rules by more than 2% (or the rules' row
+// did not run or was wrong): what earns it an entry.
 bool
 beatsRules(const TunedCase& c)
 {
     return !c.bestConfig.empty() && c.bestConfig != c.ruleConfig && (c.ruleRate == 0 || c.bestRate > c.ruleRate * 1.02);
 }
 
+// The table of the cases that beat the rules (`print`: each case's verdict
+// on stdout too).
 kp::JsonValue
 tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print)
 {

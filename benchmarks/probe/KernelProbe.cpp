@@ -1649,6 +1649,15 @@ runTuning(Context& ctx, const Options& options, WarmUp& warmUp, const std::strin
     return cases;
 }
 
+// A case's operands and shape, as its verdict and the read-back name it:
+// "f16 x q8_0 512x6144x4096".
+std::string
+caseShape(const TunedCase& c)
+{
+    return std::string(elementTypeName(c.a)) + " x " + elementTypeName(c.b) + " " + std::to_string(c.m) + "x" +
+           std::to_string(c.n) + "x" + std::to_string(c.k);
+}
+
 // Whether a case's best beat the rules by more than 2% (or the rules' row
 // did not run or was wrong): what earns it an entry.
 bool
@@ -1666,10 +1675,9 @@ tuningTable(const Context& ctx, const std::vector<TunedCase>& cases, bool print)
     for (const TunedCase& c : cases) {
         bool beats = beatsRules(c);
         if (print) {
-            std::printf("tuning %-10s %s x %s %ux%ux%u: rules %s %.2f, best %s %.2f %s%s\n",
-                        kp::kernels::matmul::tunedKernelName(c.kernel), elementTypeName(c.a), elementTypeName(c.b),
-                        c.m, c.n, c.k, c.ruleConfig.c_str(), c.ruleRate, c.bestConfig.c_str(), c.bestRate, c.unit,
-                        beats ? ": written" : "");
+            std::printf("tuning %-10s %s: rules %s %.2f, best %s %.2f %s%s\n",
+                        kp::kernels::matmul::tunedKernelName(c.kernel), caseShape(c).c_str(), c.ruleConfig.c_str(),
+                        c.ruleRate, c.bestConfig.c_str(), c.bestRate, c.unit, beats ? ": written" : "");
         }
         if (!beats) {
             continue;
@@ -1723,11 +1731,8 @@ tableReadsBack(const Context& ctx, const std::vector<TunedCase>& cases, const st
         auto found = findTuning(tables, ctx.view, TuningQuery{ c.kernel, c.a, c.b, c.m, c.n, c.k },
                                 [](const std::string&) { return std::string(); });
         if (!found || found->config != c.bestConfig) {
-            char what[256];
-            std::snprintf(what, sizeof(what), "the %s entry for %s x %s %ux%ux%u (\"%s\") reads back as %s",
-                          tunedKernelName(c.kernel), elementTypeName(c.a), elementTypeName(c.b), c.m, c.n, c.k,
-                          c.bestConfig.c_str(), found ? ("\"" + found->config + "\"").c_str() : "no entry");
-            return what;
+            return std::string("the ") + tunedKernelName(c.kernel) + " entry for " + caseShape(c) + " (\"" +
+                   c.bestConfig + "\") reads back as " + (found ? "\"" + found->config + "\"" : "no entry");
         }
     }
     return {};
